@@ -1,0 +1,118 @@
+// Dual numbers value + epsilon * tangent, for forward-over-reverse (hvp) in the reference VM.
+// Every function is derived from the op table's own formulas (Formula<Op>::value/partials
+// with ScalarMath), so the dual numbers know nothing of calculus the table does not.
+// Tangents follow the VM's accumulation rule: a zero factor absorbs an infinite partner.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+
+#include "detail/math_scalar.hpp"
+#include "detail/op_formulas.hpp"
+
+namespace tapevm::detail {
+
+template <class T> struct Dual {
+    T value{};
+    T tangent{};
+
+    Dual() = default;
+    Dual(T v) : value(v) {}  // NOLINT: a constant, as literals in formulas need
+    Dual(T v, T t) : value(v), tangent(t) {}
+    template <std::integral I> explicit Dual(I v) : value(static_cast<T>(v)) {}
+};
+
+template <Op op, class T> Dual<T> dual_unary(Dual<T> a) {
+    using S = ScalarMath<T>;
+    const T r = Formula<op>::template value<S>(a.value);
+    T d[1];
+    Formula<op>::template partials<S>(a.value, r, d);
+    return {r, contribution<S>(d[0], a.tangent)};
+}
+
+template <Op op, class T> Dual<T> dual_binary(Dual<T> a, Dual<T> b) {
+    using S = ScalarMath<T>;
+    const T r = Formula<op>::template value<S>(a.value, b.value);
+    T d[2];
+    Formula<op>::template partials<S>(a.value, b.value, r, d);
+    return {r, contribution<S>(d[0], a.tangent) + contribution<S>(d[1], b.tangent)};
+}
+
+template <class T> Dual<T> operator+(Dual<T> a, Dual<T> b) { return dual_binary<Op::Add>(a, b); }
+template <class T> Dual<T> operator-(Dual<T> a, Dual<T> b) { return dual_binary<Op::Sub>(a, b); }
+template <class T> Dual<T> operator*(Dual<T> a, Dual<T> b) { return dual_binary<Op::Mul>(a, b); }
+template <class T> Dual<T> operator/(Dual<T> a, Dual<T> b) { return dual_binary<Op::Div>(a, b); }
+template <class T> Dual<T> operator-(Dual<T> a) { return dual_unary<Op::Neg>(a); }
+template <class T> Dual<T>& operator+=(Dual<T>& a, Dual<T> b) { return a = a + b; }
+
+// Comparisons look at values only: they decide branches, they have no derivative.
+template <class T> bool operator<(Dual<T> a, Dual<T> b) { return a.value < b.value; }
+template <class T> bool operator<=(Dual<T> a, Dual<T> b) { return a.value <= b.value; }
+template <class T> bool operator>(Dual<T> a, Dual<T> b) { return a.value > b.value; }
+template <class T> bool operator>=(Dual<T> a, Dual<T> b) { return a.value >= b.value; }
+template <class T> bool operator==(Dual<T> a, Dual<T> b) { return a.value == b.value; }
+template <class T> bool operator!=(Dual<T> a, Dual<T> b) { return a.value != b.value; }
+
+template <class T> struct DualMath {
+    using D = Dual<T>;
+    using S = ScalarMath<T>;
+    using Mask = bool;
+
+    static D sqrt(D x) { return dual_unary<Op::Sqrt>(x); }
+    static D cbrt(D x) { return dual_unary<Op::Cbrt>(x); }
+    static D exp(D x) { return dual_unary<Op::Exp>(x); }
+    static D exp2(D x) { return dual_unary<Op::Exp2>(x); }
+    static D expm1(D x) { return dual_unary<Op::Expm1>(x); }
+    static D log(D x) { return dual_unary<Op::Ln>(x); }
+    static D log2(D x) { return dual_unary<Op::Log2>(x); }
+    static D log10(D x) { return dual_unary<Op::Log10>(x); }
+    static D log1p(D x) { return dual_unary<Op::Ln1p>(x); }
+    static D sin(D x) { return dual_unary<Op::Sin>(x); }
+    static D cos(D x) { return dual_unary<Op::Cos>(x); }
+    static D tan(D x) { return dual_unary<Op::Tan>(x); }
+    static D asin(D x) { return dual_unary<Op::Asin>(x); }
+    static D acos(D x) { return dual_unary<Op::Acos>(x); }
+    static D atan(D x) { return dual_unary<Op::Atan>(x); }
+    static D atan2(D y, D x) { return dual_binary<Op::Atan2>(y, x); }
+    static D sinh(D x) { return dual_unary<Op::Sinh>(x); }
+    static D cosh(D x) { return dual_unary<Op::Cosh>(x); }
+    static D tanh(D x) { return dual_unary<Op::Tanh>(x); }
+    static D asinh(D x) { return dual_unary<Op::Asinh>(x); }
+    static D acosh(D x) { return dual_unary<Op::Acosh>(x); }
+    static D atanh(D x) { return dual_unary<Op::Atanh>(x); }
+    static D abs(D x) { return dual_unary<Op::Abs>(x); }
+    static D sign(D x) { return dual_unary<Op::Signum>(x); }
+    static D floor(D x) { return dual_unary<Op::Floor>(x); }
+    static D ceil(D x) { return dual_unary<Op::Ceil>(x); }
+    static D round(D x) { return dual_unary<Op::Round>(x); }
+    static D trunc(D x) { return dual_unary<Op::Trunc>(x); }
+    static D fmod(D x, D y) { return dual_binary<Op::Rem>(x, y); }
+    static D pow(D x, D y) { return dual_binary<Op::Powf>(x, y); }
+    static D hypot(D x, D y) { return dual_binary<Op::Hypot>(x, y); }
+    static D powi(D x, std::int32_t n) {
+        const T r = Formula<Op::Powi>::template value<S>(x.value, n);
+        T d[1];
+        Formula<Op::Powi>::template partials<S>(x.value, n, r, d);
+        return {r, contribution<S>(d[0], x.tangent)};
+    }
+    static D fma(D x, D y, D z) {
+        const T r = Formula<Op::Fma>::template value<S>(x.value, y.value, z.value);
+        T d[3];
+        Formula<Op::Fma>::template partials<S>(x.value, y.value, z.value, r, d);
+        return {r, contribution<S>(d[0], x.tangent) + contribution<S>(d[1], y.tangent) +
+                       contribution<S>(d[2], z.tangent)};
+    }
+    static Mask isnan(D x) { return S::isnan(x.value); }
+    static Mask signbit(D x) { return S::signbit(x.value); }
+    static D select(Mask m, D x, D y) { return m ? x : y; }
+    static Mask mask_and(Mask x, Mask y) { return x && y; }
+    static Mask mask_or(Mask x, Mask y) { return x || y; }
+    static Mask mask_not(Mask x) { return !x; }
+
+    /// A dual is zero only when both parts are: a zero value with a non-zero tangent still
+    /// carries a second-order term.
+    static bool is_zero(D x) { return x.value == T(0) && x.tangent == T(0); }
+    static bool truth(D x) { return x.value != T(0); }
+};
+
+}  // namespace tapevm::detail

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Generates the per-op C++ code from op_table.py (the single source of truth).
+
+    gen_ops.py op_table.py OUTPUT...
+
+writes each OUTPUT by its file name: op.hpp (public: enum class Op, names, arities, flags)
+or op_formulas.hpp (internal: one Formula<Op> specialisation per op, templated on a
+math policy M and a value type T, plus `visit_op`, the one switch every VM dispatches with).
+
+Formulas are parsed with Python's ast module and emitted as C++; a later target (GLSL)
+walks the same trees. See op_table.py for the formula language.
+"""
+import ast
+import importlib.util
+import pathlib
+import sys
+
+CALLS = {
+    "sqrt": 1, "cbrt": 1, "exp": 1, "exp2": 1, "expm1": 1, "log": 1, "log2": 1, "log10": 1,
+    "log1p": 1, "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "atan2": 2,
+    "sinh": 1, "cosh": 1, "tanh": 1, "asinh": 1, "acosh": 1, "atanh": 1, "abs": 1, "sign": 1,
+    "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "fmod": 2, "pow": 2, "powi": 2, "hypot": 2,
+    "fma": 3, "isnan": 1, "signbit": 1, "select": 3,
+}
+CONSTANTS = {
+    "nan": "std::numeric_limits<double>::quiet_NaN()",
+    "inf": "std::numeric_limits<double>::infinity()",
+    "ln2": "0.693147180559945309417232121458176568",
+    "ln10": "2.30258509299404568401799145468436421",
+}
+COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+OPERANDS = ("a", "b", "c")
+
+
+class FormulaError(Exception):
+    pass
+
+
+def literal(value):
+    text = repr(float(value))
+    return f"T({text})"
+
+
+class CppEmitter:
+    """Emits one formula as a C++ expression over T with math policy M."""
+
+    def __init__(self, op, names):
+        self.op = op
+        self.names = names  # names usable as T values
+
+    def emit(self, source):
+        try:
+            tree = ast.parse(source, mode="eval").body
+        except SyntaxError as error:
+            raise FormulaError(f"{self.op['name']}: cannot parse {source!r}: {error}")
+        return self.value(tree)
+
+    def fail(self, node, why):
+        raise FormulaError(f"{self.op['name']}: {why}: {ast.dump(node)}")
+
+    # An expression over the integer immediate n (Powi), emitted as plain int arithmetic.
+    def integer(self, node):
+        if isinstance(node, ast.Name) and node.id == "n":
+            return "n"
+        if isinstance(node, ast.Constant) and isinstance(node.value, int):
+            return str(node.value)
+        if isinstance(node, ast.BinOp) and type(node.op) in (ast.Add, ast.Sub, ast.Mult):
+            return f"({self.integer(node.left)} {BINARY[type(node.op)]} {self.integer(node.right)})"
+        if isinstance(node, ast.Compare) and len(node.ops) == 1:
+            symbol = COMPARE[type(node.ops[0])]
+            return f"({self.integer(node.left)} {symbol} {self.integer(node.comparators[0])})"
+        self.fail(node, "not an integer expression over n")
+
+    def value(self, node):
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return literal(node.value)
+        if isinstance(node, ast.Name):
+            if node.id in CONSTANTS:
+                return f"T({CONSTANTS[node.id]})"
+            if node.id == "n":
+                return "T(n)"
+            if node.id in self.names:
+                return node.id
+            self.fail(node, f"unknown name {node.id!r}")
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return f"(-{self.value(node.operand)})"
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            return f"M::mask_not({self.value(node.operand)})"
+        if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
+            return f"({self.value(node.left)} {BINARY[type(node.op)]} {self.value(node.right)})"
+        if isinstance(node, ast.BoolOp):
+            function = "M::mask_and" if isinstance(node.op, ast.And) else "M::mask_or"
+            result = self.value(node.values[0])
+            for other in node.values[1:]:
+                result = f"{function}({result}, {self.value(other)})"
+            return result
+        if isinstance(node, ast.Compare):
+            if len(node.ops) != 1:
+                self.fail(node, "chained comparison")
+            symbol = COMPARE[type(node.ops[0])]
+            return f"({self.value(node.left)} {symbol} {self.value(node.comparators[0])})"
+        if isinstance(node, ast.IfExp):
+            return (f"(({self.integer(node.test)}) ? {self.value(node.body)}"
+                    f" : {self.value(node.orelse)})")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            name = node.func.id
+            if name not in CALLS:
+                self.fail(node, f"unknown function {name!r}")
+            if len(node.args) != CALLS[name]:
+                self.fail(node, f"{name} takes {CALLS[name]} arguments")
+            if name == "powi":
+                return f"M::powi({self.value(node.args[0])}, {self.integer(node.args[1])})"
+            return f"M::{name}({', '.join(self.value(arg) for arg in node.args)})"
+        self.fail(node, "unsupported expression")
+
+
+def load_table(path):
+    spec = importlib.util.spec_from_file_location("op_table", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def check_table(table):
+    ops = table.OPS
+    numbers = [op["number"] for op in ops]
+    if numbers != list(range(len(ops))):
+        raise FormulaError(f"op numbers must be 0..{len(ops) - 1} in order, got {numbers}")
+    names = [op["name"] for op in ops]
+    if len(set(names)) != len(names):
+        raise FormulaError("duplicate op names")
+    texts = [op["text"] for op in ops]
+    if len(set(texts)) != len(texts):
+        raise FormulaError("duplicate op texts")
+    for op in ops:
+        leaf = table.LEAF in op["flags"]
+        if leaf != (op["arity"] == 0):
+            raise FormulaError(f"{op['name']}: leaf ops and only they have arity 0")
+        if not leaf and len(op["partials"]) != op["arity"]:
+            raise FormulaError(f"{op['name']}: needs {op['arity']} partials")
+        if table.IMMEDIATE in op["flags"] and op["arity"] != 1:
+            raise FormulaError(f"{op['name']}: an immediate op has one slot operand")
+
+
+FLAG_BITS = {"leaf": 1, "commutative": 2, "step": 4, "comparison": 8, "immediate": 16}
+
+
+def header_op(table):
+    ops = table.OPS
+    lines = [
+        "// Generated by src/tape/gen_ops.py from src/tape/op_table.py. Do not edit.",
+        "#pragma once",
+        "",
+        "#include <array>",
+        "#include <cstddef>",
+        "#include <cstdint>",
+        "#include <optional>",
+        "#include <string_view>",
+        "",
+        "namespace tapevm {",
+        "",
+        "/// Every opcode of the tape. Numbers are stored in .tape files and never change.",
+        "enum class Op : std::uint32_t {",
+    ]
+    lines += [f"    {op['name']} = {op['number']}," for op in ops]
+    lines += [
+        "};",
+        "",
+        f"/// Number of opcodes; valid numbers are 0 .. op_count - 1.",
+        f"inline constexpr std::uint32_t op_count = {len(ops)};",
+        "",
+        "/// Properties of an op, as bits of OpInfo::flags.",
+        "namespace op_flag {",
+    ]
+    lines += [f"inline constexpr std::uint32_t {name} = {bit};" for name, bit in FLAG_BITS.items()]
+    lines += [
+        "}  // namespace op_flag",
+        "",
+        "/// Static description of an op: its enum name, the short name used in dumps, its",
+        "/// number of slot operands (Powi's exponent is an immediate, not counted) and flags.",
+        "struct OpInfo {",
+        "    std::string_view name;",
+        "    std::string_view text;",
+        "    std::uint32_t arity;",
+        "    std::uint32_t flags;",
+        "};",
+        "",
+        "inline constexpr std::array<OpInfo, op_count> op_infos = {{",
+    ]
+    for op in ops:
+        bits = " | ".join(f"op_flag::{flag}" for flag in sorted(op["flags"])) or "0"
+        lines.append(f"    {{\"{op['name']}\", \"{op['text']}\", {op['arity']}, {bits}}},")
+    lines += [
+        "}};",
+        "",
+        "/// True when `number` names an op.",
+        "constexpr bool is_op(std::uint32_t number) { return number < op_count; }",
+        "",
+        "/// The description of `op`; `op` must be valid.",
+        "constexpr const OpInfo& info(Op op) { return op_infos[static_cast<std::uint32_t>(op)]; }",
+        "",
+        "constexpr std::uint32_t arity(Op op) { return info(op).arity; }",
+        "constexpr bool has_flag(Op op, std::uint32_t flag) { return (info(op).flags & flag) != 0; }",
+        "",
+        "/// The op whose short name (as printed in dumps) is `text`, if any.",
+        "constexpr std::optional<Op> op_from_text(std::string_view text) {",
+        "    for (std::uint32_t number = 0; number < op_count; ++number) {",
+        "        if (op_infos[number].text == text) return static_cast<Op>(number);",
+        "    }",
+        "    return std::nullopt;",
+        "}",
+        "",
+        "}  // namespace tapevm",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def formula_struct(table, op):
+    name = op["name"]
+    arity = op["arity"]
+    immediate = table.IMMEDIATE in op["flags"]
+    operands = list(OPERANDS[:arity])
+    value_params = [f"[[maybe_unused]] T {x}" for x in operands]
+    if immediate:
+        value_params.append("[[maybe_unused]] std::int32_t n")
+    names = set(operands)
+    emitter = CppEmitter(op, names)
+    value = emitter.emit(op["value"])
+    zero = all(p.strip() == "0" for p in op["partials"])
+    out = [
+        f"template <> struct Formula<Op::{name}> {{",
+        f"    static constexpr std::uint32_t arity = {arity};",
+        f"    static constexpr bool immediate = {'true' if immediate else 'false'};",
+        f"    /// False when every partial is identically zero (step functions, comparisons).",
+        f"    static constexpr bool has_partials = {'false' if zero else 'true'};",
+        f"    template <class M, class T> static T value({', '.join(value_params)}) {{",
+        f"        return {value};",
+        f"    }}",
+    ]
+    partial_params = value_params + ["[[maybe_unused]] T r", f"T (&d)[{arity}]"]
+    names = set(operands) | {"r"}
+    body = []
+    for let_name, let_source in op["lets"]:
+        body.append(f"        const T {let_name} = {CppEmitter(op, set(names)).emit(let_source)};")
+        names.add(let_name)
+    emitter = CppEmitter(op, names)
+    for index, source in enumerate(op["partials"]):
+        body.append(f"        d[{index}] = {emitter.emit(source)};")
+    out.append(f"    template <class M, class T> static void partials({', '.join(partial_params)}) {{")
+    out += body
+    out += ["    }", "};", ""]
+    return out
+
+
+def header_formulas(table):
+    ops = table.OPS
+    lines = [
+        "// Generated by src/tape/gen_ops.py from src/tape/op_table.py. Do not edit.",
+        "//",
+        "// Formula<Op::X>::value(a, b, c) and ::partials(a, b, c, r, d) for every non-leaf op,",
+        "// templated on a math policy M (M::sin, M::select, ...) and a value type T, so the",
+        "// same formulas run in double, float, dual numbers (hvp) and SIMD batches.",
+        "#pragma once",
+        "",
+        "#include <cstdint>",
+        "#include <cstdlib>",
+        "#include <limits>",
+        "#include <type_traits>",
+        "",
+        "#include \"tapevm/op.hpp\"",
+        "",
+        "namespace tapevm::detail {",
+        "",
+        f"static_assert(op_count == {len(ops)}, \"op_formulas.hpp is out of date with op.hpp\");",
+        "",
+        "template <Op op> struct Formula;",
+        "",
+    ]
+    for op in ops:
+        if table.LEAF not in op["flags"]:
+            lines += formula_struct(table, op)
+    lines += [
+        "template <Op op> using OpTag = std::integral_constant<Op, op>;",
+        "",
+        "/// Calls f(OpTag<op>{}) with `op` as a compile-time constant: the one switch over ops.",
+        "/// `op` must be valid (validated tapes only).",
+        "template <class F> decltype(auto) visit_op(Op op, F&& f) {",
+        "    switch (op) {",
+    ]
+    for op in ops:
+        lines.append(f"        case Op::{op['name']}: return f(OpTag<Op::{op['name']}>{{}});")
+    lines += [
+        "    }",
+        "    std::abort();  // unreachable for a validated tape",
+        "}",
+        "",
+        "}  // namespace tapevm::detail",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: gen_ops.py op_table.py OUTPUT...  (op.hpp, op_formulas.hpp)")
+    table = load_table(sys.argv[1])
+    generators = {"op.hpp": header_op, "op_formulas.hpp": header_formulas}
+    try:
+        check_table(table)
+        for output in sys.argv[2:]:
+            path = pathlib.Path(output)
+            if path.name not in generators:
+                sys.exit(f"gen_ops.py: do not know how to make {path.name}")
+            text = generators[path.name](table)
+            if not path.exists() or path.read_text() != text:
+                path.write_text(text)
+    except FormulaError as error:
+        sys.exit(f"gen_ops.py: {error}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,13 @@
+// tapevm: record a function once into a bytecode tape, then evaluate values and derivatives
+// of that tape for large batches of points. Include this header for the whole public API.
+#pragma once
+
+#include "tapevm/batch.hpp"
+#include "tapevm/error.hpp"
+#include "tapevm/examples.hpp"
+#include "tapevm/op.hpp"
+#include "tapevm/optimize.hpp"
+#include "tapevm/reference.hpp"
+#include "tapevm/tape.hpp"
+#include "tapevm/tape_file.hpp"
+#include "tapevm/var.hpp"
