@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -167,4 +168,21 @@ TEST_CASE("example tapes: sizes and an unknown name") {
     CHECK(examples::example_tape("trig16").output_count() == 1);
     CHECK(examples::example_tape("ba").output_count() == 2);
     CHECK_THROWS_AS(examples::example_tape("nope"), Error);
+}
+
+// Golden dumps: the exact tape every example records (after optimize()). A change in the
+// recorder, the optimiser or the dump format shows up here; rerun with
+// TAPEVM_UPDATE_GOLDEN=1 to rewrite tests/data/golden/ after checking the diff.
+TEST_CASE("example tapes match their golden dumps") {
+    const bool update = std::getenv("TAPEVM_UPDATE_GOLDEN") != nullptr;
+    for (const auto& example : examples::example_list()) {
+        const std::string path = std::string(TAPEVM_TEST_DATA) + "/golden/" + std::string(example.name) + ".dump";
+        const std::string dump = examples::example_tape(example.name).dump();
+        if (update) {
+            std::ofstream(path) << dump;
+            continue;
+        }
+        INFO(path);
+        CHECK(dump == read_text(path));
+    }
 }
