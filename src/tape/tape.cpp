@@ -90,7 +90,8 @@ std::optional<TapeDefect> find_defect(const TapeParts& parts) {
     using S = TapeDefect::Section;
     const std::uint64_t leading = std::uint64_t{parts.inputs} + parts.params;
     if (leading > parts.instructions.size()) {
-        return defect(S::header, 0, "inputs",
+        const bool inputs_fit = parts.inputs <= parts.instructions.size();
+        return defect(S::header, 0, inputs_fit ? "params" : "inputs",
                       std::to_string(parts.inputs) + " inputs and " + std::to_string(parts.params) +
                           " parameters need more than the " +
                           std::to_string(parts.instructions.size()) + " instructions");
