@@ -1,12 +1,10 @@
-#include <cstdio>
+#include <iostream>
+#include <string_view>
+#include <vector>
 
-#include "tapevm/tapevm.hpp"
+#include "cli.hpp"
 
-int main() {
-    auto tape = tapevm::examples::example_tape("ba");
-    std::puts(tape.dump().c_str());
-    tapevm::reference::Vm vm(tape);
-    std::vector<double> J(30);
-    vm.jacobian(tapevm::single_point<double>(tapevm::examples::ba_test_inputs), std::span<double>(J));
-    for (double v : J) std::printf("%.17g\n", v);
+int main(int argc, char** argv) {
+    std::vector<std::string_view> args(argv + 1, argv + argc);
+    return tapevm::cli::run(args, std::cout, std::cerr);
 }

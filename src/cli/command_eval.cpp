@@ -1,0 +1,167 @@
+// tapevm eval: evaluate a tape (values, gradients or Jacobians) at the points of a CSV file.
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "arguments.hpp"
+#include "backend.hpp"
+#include "commands.hpp"
+#include "csv.hpp"
+#include "files.hpp"
+#include "tapevm/reference.hpp"
+
+namespace tapevm::cli {
+namespace {
+
+constexpr std::string_view help = R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian
+                   [--params P.csv] [--backend reference|cpu|gpu] [--precision f64|f32]
+
+Evaluates the tape in FILE at every point of X.csv (one point per line, the tape's inputs
+comma separated) and prints one result per line: the outputs (forward), the gradient of
+the single output (gradient) or the Jacobian, row-major (jacobian). f64 results are printed
+as %.17g, f32 results as %.9g. Points whose recorded branches do not hold are named in a
+warning on stderr; their results follow the recorded branch.
+
+options:
+  --inputs X.csv     the points, one per line
+  --mode MODE        forward, gradient (tapes with one output) or jacobian
+  --params P.csv     the tape's parameters: one line per point, or one line for all points
+  --backend NAME     reference (default); cpu and gpu are not in this build
+  --precision NAME   f64 (default) or f32
+)";
+
+constexpr OptionSpec options[] = {{"--inputs", true},  {"--mode", true},      {"--params", true},
+                                  {"--backend", true}, {"--precision", true}, {"--help", false}};
+
+enum class Mode { forward, gradient, jacobian };
+
+Mode parse_mode(std::string_view name) {
+    if (name == "forward") return Mode::forward;
+    if (name == "gradient") return Mode::gradient;
+    if (name == "jacobian") return Mode::jacobian;
+    throw UsageError("unknown mode '" + std::string(name) + "' (known: forward, gradient, jacobian)");
+}
+
+// What eval was asked to do, checked before anything is read.
+struct Request {
+    std::string_view tape_path;
+    std::string_view inputs_path;
+    std::optional<std::string_view> params_path;
+    Mode mode = Mode::forward;
+    Backend backend = Backend::reference;
+    Precision precision = Precision::f64;
+};
+
+std::size_t result_width(const Tape& tape, Mode mode) {
+    switch (mode) {
+        case Mode::forward: return tape.output_count();
+        case Mode::gradient: return tape.input_count();
+        case Mode::jacobian: return std::size_t{tape.output_count()} * tape.input_count();
+    }
+    return 0;
+}
+
+// Reads the parameters: one row shared by every point, or one row per point.
+template <class Real>
+std::vector<Real> read_params(const Tape& tape, const Request& request, std::size_t points) {
+    if (tape.param_count() == 0) {
+        if (request.params_path) {
+            throw UsageError("--params given, but the tape has no parameters");
+        }
+        return {};
+    }
+    if (!request.params_path) {
+        throw UsageError("the tape has " + std::to_string(tape.param_count()) +
+                         " parameters: give them with --params P.csv");
+    }
+    const std::string_view path = *request.params_path;
+    NumberTable<Real> params = parse_csv<Real>(read_whole_file(path), tape.param_count(), path);
+    if (params.rows() != 1 && params.rows() != points) {
+        throw CsvError(std::string(path) + ": " + std::to_string(params.rows()) +
+                       " lines of parameters; expected 1 (shared by all points) or " +
+                       std::to_string(points) + " (one per point)");
+    }
+    return std::move(params.values);
+}
+
+// One line: "warning: K of N points take another branch than recorded, at input lines ...".
+void warn_diverged(std::ostream& err, const std::vector<std::size_t>& diverged,
+                   const std::vector<std::size_t>& line_numbers) {
+    constexpr std::size_t listed = 10;
+    const std::size_t count = diverged.size();
+    err << "warning: " << count << " of " << line_numbers.size()
+        << (count == 1 ? " point takes" : " points take") << " another branch than recorded, at input line"
+        << (count == 1 ? " " : "s ");
+    for (std::size_t k = 0; k < std::min(count, listed); ++k) {
+        err << (k > 0 ? ", " : "") << line_numbers[diverged[k]];
+    }
+    if (count > listed) err << " and " << count - listed << " more";
+    err << " (results follow the recorded branch)\n";
+}
+
+template <class Real>
+int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::ostream& err) {
+    const NumberTable<Real> inputs =
+        parse_csv<Real>(read_whole_file(request.inputs_path), tape.input_count(), request.inputs_path);
+    if (inputs.rows() == 0) {
+        throw CsvError(std::string(request.inputs_path) + ": no input points (the file is empty)");
+    }
+    const std::size_t points = inputs.rows();
+    const std::vector<Real> params = read_params<Real>(tape, request, points);
+    const Batch<Real> batch{points, inputs.values, params};
+
+    const std::size_t width = result_width(tape, request.mode);
+    std::vector<Real> results(points * width);
+    const reference::Vm vm(tape);  // request.backend is Backend::reference, the only one in this build
+    Report report;
+    switch (request.mode) {
+        case Mode::forward: report = vm.forward(batch, std::span<Real>(results)); break;
+        case Mode::gradient: report = vm.gradient(batch, std::span<Real>(results)); break;
+        case Mode::jacobian: report = vm.jacobian(batch, std::span<Real>(results)); break;
+    }
+
+    std::string text;
+    text.reserve(points * (width * 24 + 1));
+    for (std::size_t point = 0; point < points; ++point) {
+        append_csv_line(text, results.data() + point * width, width);
+    }
+    out << text;
+    if (!report.all_guards_hold()) warn_diverged(err, report.diverged, inputs.line_numbers);
+    return 0;
+}
+
+int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+    const Arguments arguments = parse_arguments("eval", args, options);
+    if (arguments.has("--help")) {
+        out << help;
+        return 0;
+    }
+    arguments.expect_positional(1, 1, "a tape file: tapevm eval FILE --inputs X.csv --mode MODE");
+    Request request;
+    request.tape_path = arguments.positional().front();
+    request.inputs_path = arguments.required("--inputs", "X.csv (the points, one per line)");
+    request.mode = parse_mode(arguments.required("--mode", "forward, gradient or jacobian"));
+    request.params_path = arguments.value("--params");
+    request.backend = parse_backend(arguments.value("--backend").value_or("reference"));
+    request.precision = parse_precision(arguments.value("--precision").value_or("f64"));
+
+    const Tape tape = read_tape_file(request.tape_path);
+    if (request.mode == Mode::gradient && tape.output_count() != 1) {
+        throw UsageError("mode gradient needs a tape with 1 output; " + std::string(request.tape_path) +
+                         " has " + std::to_string(tape.output_count()) + " (use --mode jacobian)");
+    }
+    switch (request.precision) {
+        case Precision::f64: return evaluate<double>(tape, request, out, err);
+        case Precision::f32: return evaluate<float>(tape, request, out, err);
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command eval_command() {
+    return {"eval", "evaluate a tape's values, gradients or Jacobians at the points of a CSV file", help,
+            run};
+}
+
+}  // namespace tapevm::cli
