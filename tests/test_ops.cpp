@@ -280,6 +280,8 @@ TEST_CASE("edge cases: zeros, infinities, NaN, out of domain, ties, pow bases") 
         {Op::Min, {-0.0, 0.0, 0}, -0.0, {0.5, 0.5}, 0, true},
         {Op::Min, {0.0, -0.0, 0}, -0.0, {0.5, 0.5}, 0, true},
         {Op::Max, {-infinity, 3, 0}, 3, {0, 1}},
+        {Op::Max, {not_a_number, not_a_number, 0}, not_a_number, {0.5, 0.5}},
+        {Op::Min, {not_a_number, not_a_number, 0}, not_a_number, {0.5, 0.5}},
         // pow with zero and negative bases: the exponent's partial is 0 where base <= 0.
         {Op::Powf, {0, 2, 0}, 0, {0, 0}},
         {Op::Powf, {0, 0, 0}, 1, {0, 0}},

@@ -25,7 +25,8 @@
 #     and Fract has 1.
 #   - Max/Min ignore a NaN operand (IEEE maximumNumber/minimumNumber), prefer +0 over -0
 #     (Max) and -0 over +0 (Min), and route the adjoint to the operand equal to the result,
-#     split evenly on a tie (which is also what a central finite difference sees).
+#     split evenly on a tie (which is also what a central finite difference sees) or when
+#     both are NaN.
 #   - sign(x) is -1, 0 or 1 and keeps -0, +0 and NaN (numpy/JAX `sign`, not Rust's signum).
 #   - Fract is x - trunc(x) (Rust's `fract`, echidna's op), Rem is C's fmod, Round rounds
 #     half away from zero.
@@ -61,13 +62,19 @@ MAX_VALUE = ("select(a > b, a, select(b > a, b, select(isnan(a), b, select(isnan
              " select(signbit(a), b, a)))))")
 MIN_VALUE = ("select(a < b, a, select(b < a, b, select(isnan(a), b, select(isnan(b), a,"
              " select(signbit(a), a, b)))))")
-# Max and Min pick the same operand for the adjoint: the one equal to the result.
-MAXMIN_PARTIALS = {
-    ">": ["select(a > b, 1, select(b > a, 0, select(isnan(a), 0, select(isnan(b), 1, 0.5))))",
-          "select(a > b, 0, select(b > a, 1, select(isnan(a), 1, select(isnan(b), 0, 0.5))))"],
-    "<": ["select(a < b, 1, select(b < a, 0, select(isnan(a), 0, select(isnan(b), 1, 0.5))))",
-          "select(a < b, 0, select(b < a, 1, select(isnan(a), 1, select(isnan(b), 0, 0.5))))"],
-}
+# Max and Min route the adjoint to the operand equal to the result: the larger (smaller) one,
+# the number when the other is NaN, half to each on a tie or when both are NaN (so the
+# partials are symmetric and CSE may swap the operands).
+def maxmin_partials(symbol):
+    one_nan = "isnan({}) and not isnan({})"
+    first = (f"select(a {symbol} b, 1, select(b {symbol} a, 0, select({one_nan.format('a', 'b')}, 0,"
+             f" select({one_nan.format('b', 'a')}, 1, 0.5))))")
+    second = (f"select(a {symbol} b, 0, select(b {symbol} a, 1, select({one_nan.format('a', 'b')}, 1,"
+              f" select({one_nan.format('b', 'a')}, 0, 0.5))))")
+    return [first, second]
+
+
+MAXMIN_PARTIALS = {">": maxmin_partials(">"), "<": maxmin_partials("<")}
 
 OPS = [
     op(0, "Input", 0, flags={LEAF}),

@@ -147,9 +147,12 @@ std::string format_double(double value) {
 
 std::string Tape::dump() const {
     std::ostringstream out;
-    out << "tape: " << input_count() << " inputs, " << param_count() << " params, "
-        << output_count() << " outputs, " << instruction_count() << " instructions, "
-        << constant_count() << " constants, " << guard_count() << " guards\n";
+    auto count = [](std::uint32_t n, const char* noun) {
+        return std::to_string(n) + " " + noun + (n == 1 ? "" : "s");
+    };
+    out << "tape: " << count(input_count(), "input") << ", " << count(param_count(), "param") << ", "
+        << count(output_count(), "output") << ", " << count(instruction_count(), "instruction") << ", "
+        << count(constant_count(), "constant") << ", " << count(guard_count(), "guard") << "\n";
     for (std::uint32_t slot = 0; slot < slot_count(); ++slot) {
         const Instruction& ins = parts_.instructions[slot];
         out << "  %" << slot << " = " << info(ins.op).text;
