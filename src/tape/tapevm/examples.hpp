@@ -22,6 +22,18 @@ namespace tapevm::examples {
 inline constexpr std::size_t ba_rotation = 0, ba_center = 3, ba_focal = 6, ba_principal = 7,
                              ba_distortion = 9, ba_point = 11, ba_weight = 14, ba_inputs = 15;
 
+// The functions below compute every operation in a fixed order, one statement per operation
+// whose operands are both computed: C++ leaves the order of `a * b + c * d`'s operands
+// unspecified, and a recorder records in evaluation order, so without this g++ and clang
+// would record the same function as differently ordered tapes.
+
+/// u[i] v[j] - u[j] v[i], in that order.
+template <class T, class U> T cross_component(const T* u, const U* v, int i, int j) {
+    const T first = u[i] * v[j];
+    const T second = u[j] * v[i];
+    return first - second;
+}
+
 /// ADBench's reprojection error of one observation: x = camera(11), point(3), weight(1),
 /// feature = the observed 2-D feature. Rodrigues' rotation branches on |r|^2 != 0 as
 /// ADBench's does (recorded as a guard on the tape).
@@ -32,31 +44,64 @@ template <class T, class Feature> std::array<T, 2> ba_residual(std::span<const T
     const T* rot = x.data() + ba_rotation;
     const T* center = x.data() + ba_center;
     const T* point = x.data() + ba_point;
-    const T xo[3] = {point[0] - center[0], point[1] - center[1], point[2] - center[2]};
+    T xo[3];
+    for (int i = 0; i < 3; ++i) xo[i] = point[i] - center[i];
+    T theta2 = rot[0] * rot[0];
+    for (int i = 1; i < 3; ++i) {
+        const T square = rot[i] * rot[i];
+        theta2 = theta2 + square;
+    }
     T xc[3];
-    const T theta2 = rot[0] * rot[0] + rot[1] * rot[1] + rot[2] * rot[2];
     if (theta2 != 0.0) {
         const T theta = sqrt(theta2);
         const T costheta = cos(theta);
         const T sintheta = sin(theta);
         const T inverse = 1.0 / theta;
-        const T w[3] = {rot[0] * inverse, rot[1] * inverse, rot[2] * inverse};
-        const T cross[3] = {w[1] * xo[2] - w[2] * xo[1], w[2] * xo[0] - w[0] * xo[2], w[0] * xo[1] - w[1] * xo[0]};
-        const T tmp = (w[0] * xo[0] + w[1] * xo[1] + w[2] * xo[2]) * (1.0 - costheta);
-        for (int i = 0; i < 3; ++i) xc[i] = xo[i] * costheta + cross[i] * sintheta + w[i] * tmp;
+        T w[3];
+        for (int i = 0; i < 3; ++i) w[i] = rot[i] * inverse;
+        const T cross[3] = {cross_component(w, xo, 1, 2), cross_component(w, xo, 2, 0),
+                            cross_component(w, xo, 0, 1)};
+        T dot = w[0] * xo[0];
+        for (int i = 1; i < 3; ++i) {
+            const T term = w[i] * xo[i];
+            dot = dot + term;
+        }
+        const T one_minus_cos = 1.0 - costheta;
+        const T tmp = dot * one_minus_cos;
+        for (int i = 0; i < 3; ++i) {
+            const T along = xo[i] * costheta;
+            const T across = cross[i] * sintheta;
+            const T axial = w[i] * tmp;
+            const T partial = along + across;
+            xc[i] = partial + axial;
+        }
     } else {
-        const T cross[3] = {rot[1] * xo[2] - rot[2] * xo[1], rot[2] * xo[0] - rot[0] * xo[2],
-                            rot[0] * xo[1] - rot[1] * xo[0]};
-        for (int i = 0; i < 3; ++i) xc[i] = xo[i] + cross[i];
+        for (int i = 0; i < 3; ++i) {
+            const T cross = cross_component(rot, xo, (i + 1) % 3, (i + 2) % 3);
+            xc[i] = xo[i] + cross;
+        }
     }
     const T q[2] = {xc[0] / xc[2], xc[1] / xc[2]};
-    const T rsq = q[0] * q[0] + q[1] * q[1];
+    const T q0_squared = q[0] * q[0];
+    const T q1_squared = q[1] * q[1];
+    const T rsq = q0_squared + q1_squared;
     const T* k = x.data() + ba_distortion;
-    const T distortion = 1.0 + k[0] * rsq + k[1] * rsq * rsq;
+    const T k0_term = k[0] * rsq;
+    const T k1_rsq = k[1] * rsq;
+    const T k1_term = k1_rsq * rsq;
+    const T one_plus_k0 = 1.0 + k0_term;
+    const T distortion = one_plus_k0 + k1_term;
     const T focal = x[ba_focal];
     const T weight = x[ba_weight];
-    return {weight * (q[0] * distortion * focal + x[ba_principal] - feature[0]),
-            weight * (q[1] * distortion * focal + x[ba_principal + 1] - feature[1])};
+    std::array<T, 2> error;
+    for (int j = 0; j < 2; ++j) {
+        const T distorted = q[j] * distortion;
+        const T projected = distorted * focal;
+        const T shifted = projected + x[ba_principal + j];
+        const T difference = shifted - feature[j];
+        error[j] = weight * difference;
+    }
+    return error;
 }
 
 /// ADBench's weight error of one observation: 1 - w^2.
@@ -67,9 +112,14 @@ template <class T> T ba_weight_error(const T& w) { return 1.0 - w * w; }
 template <class T> T rosenbrock16(std::span<const T> x) {
     T sum = -0.0;
     for (std::size_t i = 0; i < 15; ++i) {
-        const T a = x[i + 1] - x[i] * x[i];
+        const T square = x[i] * x[i];
+        const T a = x[i + 1] - square;
         const T b = 1.0 - x[i];
-        sum = sum + 100.0 * a * a + b * b;
+        const T scaled = 100.0 * a;
+        const T first = scaled * a;
+        const T second = b * b;
+        const T partial = sum + first;
+        sum = partial + second;
     }
     return sum;
 }
@@ -82,7 +132,15 @@ template <class T> T trig16(std::span<const T> x) {
     T sum = -0.0;
     for (std::size_t i = 0; i < 16; ++i) {
         const T square = x[i] * x[i];
-        sum = sum + sin(x[i]) * exp(cos(x[(i + 15) % 16])) + tanh(square) / (1.0 + square);
+        const T sine = sin(x[i]);
+        const T cosine = cos(x[(i + 15) % 16]);
+        const T exponential = exp(cosine);
+        const T product = sine * exponential;
+        const T hyperbolic = tanh(square);
+        const T denominator = 1.0 + square;
+        const T quotient = hyperbolic / denominator;
+        const T partial = sum + product;
+        sum = partial + quotient;
     }
     return sum;
 }
