@@ -2,7 +2,9 @@
 // treat NaN as equal to NaN, central finite differences.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -78,6 +80,22 @@ inline std::vector<double> jacobian(const reference::Vm& vm, std::span<const dou
     std::vector<double> jac(std::size_t{vm.tape().output_count()} * vm.tape().input_count());
     vm.jacobian(single_point<double>(x, p), std::span<double>(jac), mode);
     return jac;
+}
+
+/// True when a and b are the same result: both NaN (any payload), or equal with the same
+/// sign (+0 and -0 differ). What "bit for bit the same" means for a computed value.
+inline bool same_value(double a, double b) {
+    if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+    return a == b && std::signbit(a) == std::signbit(b);
+}
+
+/// The first index where same_value fails (or the sizes differ: the shorter size), or -1.
+inline std::ptrdiff_t first_different_value(std::span<const double> a, std::span<const double> b) {
+    const std::size_t n = std::min(a.size(), b.size());
+    for (std::size_t k = 0; k < n; ++k) {
+        if (!same_value(a[k], b[k])) return static_cast<std::ptrdiff_t>(k);
+    }
+    return a.size() == b.size() ? -1 : static_cast<std::ptrdiff_t>(n);
 }
 
 }  // namespace tapevm::test

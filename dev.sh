@@ -1,0 +1,316 @@
+#!/usr/bin/env bash
+# dev.sh: from a fresh Debian 12 machine to a built and checked tapevm, in one command.
+#
+#   ./dev.sh demo [ARGS...]   install what is missing, build build/, run `tapevm demo ARGS...`
+#   ./dev.sh test             install what is missing, then every check below; exit status 0
+#                             only when all of them pass
+#   ./dev.sh deps             only install what is missing
+#
+# `test` runs, in order, continuing past a failure so that one run reports everything:
+#   1. release    build/ with g++ (warnings are errors), meson test
+#   2. sanitizers build-asan/ with clang++ 14, AddressSanitizer + UndefinedBehaviorSanitizer,
+#                 the same suite
+#   3. installed  build/ installed into a staging folder; tests/consumer_pkgconfig built
+#                 against it through pkg-config and run
+#   4. subproject tests/consumer_subproject built with tapevm as a Meson subproject and run
+# and ends with one line "N passed, M failed": N and M count Meson tests of steps 1 and 2
+# plus one per consumer; a build that fails counts as one failure.
+#
+# Running it again is fast: configured build folders are reused (ninja re-runs Meson when a
+# meson.build changes); a folder is set up again only when its compiler, options or the Meson
+# version differ from what dev.sh recorded in it (dev-sh-setup.txt).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+readonly ROOT
+readonly BUILD=$ROOT/build
+readonly BUILD_ASAN=$ROOT/build-asan
+
+# What building and running everything needs (Vulkan, glslang and xsimd for the GPU and CPU
+# VMs; mesa-vulkan-drivers is lavapipe, the Vulkan device of machines without a GPU; cmake is
+# how Meson finds Debian's doctest).
+readonly PACKAGES=(meson ninja-build g++ pkg-config cmake python3 libvulkan-dev glslang-dev glslang-tools
+                   doctest-dev libxsimd-dev spirv-tools mesa-vulkan-drivers)
+# What the sanitizer build needs on top: clang 14 and its sanitizer run-time libraries.
+readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
+
+readonly RELEASE_CXX=g++
+readonly RELEASE_MESON_ARGS=(--buildtype=release -Dwerror=true -Dtests=true)
+readonly SANITIZER_CXX=clang++-14
+readonly SANITIZER_MESON_ARGS=(--buildtype=debugoptimized -Dwerror=true -Dtests=true
+                               '-Db_sanitize=address,undefined' -Db_lundef=false)
+
+log() { printf '\n==> %s\n' "$*"; }
+die() {
+    printf 'dev.sh: error: %s\n' "$*" >&2
+    exit 1
+}
+
+usage() {
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'
+}
+
+# ---------------------------------------------------------------------------------------------
+# Debian packages
+
+# Prints the packages among "$@" that are not installed.
+missing_packages() {
+    local package
+    for package in "$@"; do
+        [[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$package" 2>/dev/null) == ii* ]] || echo "$package"
+    done
+}
+
+# Installs the packages among "$@" that are missing: with apt-get when running as root,
+# otherwise prints the command to run and stops.
+ensure_packages() {
+    command -v dpkg-query >/dev/null ||
+        die "dpkg-query not found: dev.sh sets up Debian 12; elsewhere install the equivalents of: $*"
+    local missing
+    mapfile -t missing < <(missing_packages "$@")
+    ((${#missing[@]} == 0)) && return 0
+    if ((EUID != 0)); then
+        printf 'dev.sh: these Debian packages are missing: %s\n' "${missing[*]}" >&2
+        printf 'Install them, then run dev.sh again:\n\n' >&2
+        printf '    sudo apt-get update && sudo apt-get install -y --no-install-recommends %s\n\n' \
+            "${missing[*]}" >&2
+        exit 1
+    fi
+    log "Installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Build folders
+
+# setup_build DIR CXX SOURCE MESON_ARGS...: makes DIR a Meson build folder of SOURCE compiled
+# with CXX and configured with MESON_ARGS. Does nothing when DIR already is one with exactly
+# these settings; reconfigures when only the options changed; starts afresh otherwise (another
+# compiler or Meson version, a folder dev.sh did not set up, a broken one).
+setup_build() {
+    local dir=$1 cxx=$2 source=$3
+    shift 3
+    local record=$dir/dev-sh-setup.txt
+    local toolchain wanted
+    toolchain="meson $(meson --version), CXX=$cxx"
+    wanted=$(printf '%s\n' "$toolchain" "source $source" "$@")
+    if [[ -f $dir/build.ninja && -f $record ]]; then
+        [[ $(<"$record") == "$wanted" ]] && return 0
+        if [[ $(head -n 2 "$record") == "$(head -n 2 <<<"$wanted")" ]]; then
+            log "Reconfiguring $dir (options changed)"
+            meson setup --reconfigure "$dir" "$source" "$@"
+            printf '%s\n' "$wanted" >"$record"
+            return 0
+        fi
+    fi
+    if [[ -e $dir ]]; then
+        log "Setting up $dir afresh ($toolchain)"
+        rm -rf "$dir"
+    else
+        log "Setting up $dir ($toolchain)"
+    fi
+    CXX=$cxx meson setup "$dir" "$source" "$@"
+    printf '%s\n' "$wanted" >"$record"
+}
+
+build_release() {
+    setup_build "$BUILD" "$RELEASE_CXX" "$ROOT" "${RELEASE_MESON_ARGS[@]}"
+    meson compile -C "$BUILD"
+}
+
+build_asan() {
+    setup_build "$BUILD_ASAN" "$SANITIZER_CXX" "$ROOT" "${SANITIZER_MESON_ARGS[@]}"
+    meson compile -C "$BUILD_ASAN"
+}
+
+# run_tests DIR: the Meson test suite of DIR. Its results are read back from testlog.json.
+run_tests() {
+    rm -f "$1/meson-logs/testlog.json"
+    meson test -C "$1" --print-errorlogs
+}
+
+run_tests_sanitized() {
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 run_tests "$BUILD_ASAN"
+}
+
+# Installs build/ into a staging folder and builds and runs tests/consumer_pkgconfig against
+# it. The installed tapevm.pc names the real prefix (/usr/local/...); PKG_CONFIG_SYSROOT_DIR
+# makes pkg-config put the staging folder in front of its -I and -L paths.
+check_installed_tree() {
+    local work=$BUILD/consumer-pkgconfig
+    local stage=$work/stage
+    rm -rf "$work"
+    meson install -C "$BUILD" --destdir "$stage" --quiet
+    local pc_file
+    pc_file=$(find "$stage" -name tapevm.pc -print -quit)
+    [[ -n $pc_file ]] || die "meson install wrote no tapevm.pc under $stage"
+    PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_PATH=$(dirname "$pc_file") \
+        CXX=$RELEASE_CXX meson setup "$work/build" "$ROOT/tests/consumer_pkgconfig" --buildtype=release
+    meson compile -C "$work/build"
+    "$work/build/consumer"
+}
+
+# Builds and runs tests/consumer_subproject with this checkout as its subprojects/tapevm (a
+# copy of the consumer, with a link to the checkout, under build/). --force-fallback-for makes
+# sure an installed tapevm never stands in for the subproject.
+check_subproject() {
+    local work=$BUILD/consumer-subproject
+    rm -rf "$work/source"
+    mkdir -p "$work"
+    cp -a "$ROOT/tests/consumer_subproject" "$work/source"
+    ln -s "$ROOT" "$work/source/subprojects/tapevm"
+    setup_build "$work/build" "$RELEASE_CXX" "$work/source" --buildtype=release --force-fallback-for=tapevm
+    meson compile -C "$work/build"
+    "$work/build/consumer"
+}
+
+# ---------------------------------------------------------------------------------------------
+# Steps of `test` and their tally
+
+passed=0
+failed=0
+report=()
+
+# step NAME COMMAND...: runs COMMAND in a subshell with errexit and leaves its exit status in
+# step_status. Always returns 0: called as an `if` or `&&` condition, bash would ignore errexit
+# inside COMMAND, so callers test step_status instead.
+step_status=0
+step_seconds=0
+step() {
+    local name=$1 start=$SECONDS
+    shift
+    log "$name"
+    set +e
+    (
+        set -e
+        "$@"
+    )
+    step_status=$?
+    set -e
+    step_seconds=$((SECONDS - start))
+    if ((step_status != 0)); then
+        printf 'dev.sh: %s failed (exit status %d)\n' "$name" "$step_status" >&2
+    fi
+    return 0
+}
+
+# count_step NAME COMMAND...: a step that is one check.
+count_step() {
+    local name=$1
+    step "$@"
+    if ((step_status == 0)); then
+        passed=$((passed + 1))
+        report+=("$name: passed ($step_seconds s)")
+    else
+        failed=$((failed + 1))
+        report+=("$name: FAILED ($step_seconds s)")
+    fi
+}
+
+# build_step NAME COMMAND...: a build. One failure when it fails; callers test step_status
+# and skip the steps that need it.
+build_step() {
+    local name=$1
+    step "$@"
+    if ((step_status == 0)); then
+        report+=("$name: built ($step_seconds s)")
+    else
+        failed=$((failed + 1))
+        report+=("$name: FAILED ($step_seconds s), the steps that need it did not run")
+    fi
+}
+
+# Prints "ok bad skipped": the results in DIR/meson-logs/testlog.json.
+tally_meson_tests() {
+    python3 - "$1/meson-logs/testlog.json" <<'EOF'
+import json, sys
+ok = bad = skipped = 0
+try:
+    with open(sys.argv[1]) as log:
+        for line in log:
+            if line.strip():
+                result = json.loads(line)["result"]
+                if result in ("OK", "EXPECTEDFAIL"):
+                    ok += 1
+                elif result == "SKIP":
+                    skipped += 1
+                else:
+                    bad += 1
+except FileNotFoundError:
+    pass
+print(ok, bad, skipped)
+EOF
+}
+
+# test_step NAME DIR COMMAND...: runs a Meson test suite and adds its results to the tally. A
+# suite that fails without a failed test in its log (it did not get to run) is one failure.
+test_step() {
+    local name=$1 dir=$2 ok bad skipped
+    shift 2
+    step "$name" "$@"
+    read -r ok bad skipped < <(tally_meson_tests "$dir")
+    if ((step_status != 0 && bad == 0)); then bad=1; fi
+    passed=$((passed + ok))
+    failed=$((failed + bad))
+    report+=("$name: $ok passed, $bad failed, $skipped skipped ($step_seconds s)")
+}
+
+cmd_test() {
+    ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}"
+    local start=$SECONDS release_built=false
+    build_step "release build (g++, build/)" build_release
+    if ((step_status == 0)); then
+        release_built=true
+        test_step "release tests" "$BUILD" run_tests "$BUILD"
+    fi
+    build_step "sanitizer build (clang++ 14, ASan + UBSan, build-asan/)" build_asan
+    if ((step_status == 0)); then
+        test_step "sanitizer tests" "$BUILD_ASAN" run_tests_sanitized
+    fi
+    if $release_built; then
+        count_step "installed tree (tests/consumer_pkgconfig through pkg-config)" check_installed_tree
+    fi
+    count_step "subproject (tests/consumer_subproject)" check_subproject
+
+    log "Summary ($((SECONDS - start)) s)"
+    printf '  %s\n' "${report[@]}"
+    printf '%d passed, %d failed\n' "$passed" "$failed"
+    ((failed == 0))
+}
+
+cmd_demo() {
+    ensure_packages "${PACKAGES[@]}"
+    build_release
+    log "tapevm demo $*"
+    "$BUILD/src/cli/tapevm" demo "$@"
+}
+
+main() {
+    local command=${1:-}
+    (($# > 0)) && shift
+    case $command in
+        demo) cmd_demo "$@" ;;
+        test)
+            (($# == 0)) || die "test takes no arguments"
+            cmd_test
+            ;;
+        deps)
+            (($# == 0)) || die "deps takes no arguments"
+            ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}"
+            ;;
+        help | -h | --help) usage ;;
+        *)
+            usage >&2
+            if [[ -n $command ]]; then
+                printf "\ndev.sh: unknown command '%s'\n" "$command" >&2
+            else
+                printf '\ndev.sh: no command given\n' >&2
+            fi
+            exit 2
+            ;;
+    esac
+}
+
+main "$@"
