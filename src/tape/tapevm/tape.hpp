@@ -99,8 +99,8 @@ public:
     const TapeParts& parts() const { return parts_; }
 
     /// Constant folding, common-subexpression elimination and dead-code elimination
-    /// (optimize.hpp). Never changes any result, NaN and signed zeros included;
-    /// running it twice changes nothing.
+    /// (optimize.hpp, which states exactly what they preserve: values and guards bit for bit,
+    /// derivatives up to the order of summation). Running it twice changes nothing.
     void optimize();
 
     /// A human-readable listing: counts, one instruction per line, outputs and guards.
