@@ -282,6 +282,25 @@ def header_formulas(table):
         if table.LEAF not in op["flags"]:
             lines += formula_struct(table, op)
     lines += [
+        "/// An identity exact for every input: `op` whose operand `constant_operand` is the",
+        "/// constant `constant` (bit for bit) equals its operand `result`.",
+        "struct Identity {",
+        "    Op op;",
+        "    std::uint32_t constant_operand;",
+        "    double constant;",
+        "    std::uint32_t result;",
+        "};",
+        "",
+        "inline constexpr Identity exact_identities[] = {",
+    ]
+    for op in ops:
+        for operand, constant, result in op["identities"]:
+            if not (0 <= operand < op["arity"] and 0 <= result < op["arity"] and operand != result):
+                raise FormulaError(f"{op['name']}: bad identity {(operand, constant, result)}")
+            lines.append(f"    {{Op::{op['name']}, {operand}, {float(constant)!r}, {result}}},")
+    lines += [
+        "};",
+        "",
         "template <Op op> using OpTag = std::integral_constant<Op, op>;",
         "",
         "/// Calls f(OpTag<op>{}) with `op` as a compile-time constant: the one switch over ops.",

@@ -18,6 +18,10 @@
 #              pow powi hypot fma isnan signbit select(mask, x, y)
 #   `x if cond else y` only for conditions on the immediate n (a compile-time scalar).
 #   `lets` binds names used by the partials (evaluated once, in order).
+#   `identities` lists (operand, constant, result): the op with that operand equal to that
+#   constant (bit for bit) is exactly its operand `result`, for every input, NaN and signed
+#   zeros included. The recorder and the optimiser both apply them (x*1, x/1, x+(-0), x-0);
+#   x*0, x-x and x+0 are not exact and never appear here.
 #
 # Semantics (fixed here, checked by the reference VM's tests):
 #   - Div's partials are (1/b, -r/b); Powf's partial in the exponent is 0 where the base is
@@ -44,9 +48,10 @@ COMPARISON = "comparison"    # gives 1 or 0
 IMMEDIATE = "immediate"      # operand b is an int32 immediate (Powi's exponent), not a slot
 
 
-def op(number, name, arity, value=None, partials=(), flags=(), lets=(), text=None):
+def op(number, name, arity, value=None, partials=(), flags=(), lets=(), text=None, identities=()):
     return dict(number=number, name=name, arity=arity, value=value, partials=list(partials),
-                flags=set(flags), lets=list(lets), text=text or name.lower())
+                flags=set(flags), lets=list(lets), text=text or name.lower(),
+                identities=list(identities))
 
 
 def compare(number, name, symbol, commutative=False):
@@ -79,10 +84,10 @@ MAXMIN_PARTIALS = {">": maxmin_partials(">"), "<": maxmin_partials("<")}
 OPS = [
     op(0, "Input", 0, flags={LEAF}),
     op(1, "Const", 0, flags={LEAF}),
-    op(2, "Add", 2, "a + b", ["1", "1"], {COMMUTATIVE}),
-    op(3, "Sub", 2, "a - b", ["1", "-1"]),
-    op(4, "Mul", 2, "a * b", ["b", "a"], {COMMUTATIVE}),
-    op(5, "Div", 2, "a / b", ["1 / b", "-r / b"]),
+    op(2, "Add", 2, "a + b", ["1", "1"], {COMMUTATIVE}, identities=[(1, -0.0, 0), (0, -0.0, 1)]),
+    op(3, "Sub", 2, "a - b", ["1", "-1"], identities=[(1, 0.0, 0)]),
+    op(4, "Mul", 2, "a * b", ["b", "a"], {COMMUTATIVE}, identities=[(1, 1.0, 0), (0, 1.0, 1)]),
+    op(5, "Div", 2, "a / b", ["1 / b", "-r / b"], identities=[(1, 1.0, 0)]),
     op(6, "Rem", 2, "fmod(a, b)", ["1", "-trunc(a / b)"]),
     op(7, "Powf", 2, "pow(a, b)",
        ["select(b == 0, 0, b * pow(a, b - 1))", "select(a > 0, r * log(a), 0)"], text="pow"),

@@ -2,10 +2,12 @@
 
 #include <bit>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 
+#include "detail/op_identity.hpp"
 #include "detail/op_value.hpp"
 
 namespace tapevm {
@@ -59,46 +61,24 @@ private:
         return ins.op == Op::Const ? &out_.constants[ins.a] : nullptr;
     }
 
-    bool is_constant_bits(std::uint32_t slot, double value) const {
-        const double* c = constant_at(slot);
-        return c && std::bit_cast<std::uint64_t>(*c) == std::bit_cast<std::uint64_t>(value);
-    }
-
     std::uint32_t simplify(std::uint32_t slot) {
         Instruction ins = in_.instructions[slot];
         if (ins.op == Op::Input || ins.op == Op::Param) return emit(ins);
         if (ins.op == Op::Const) return constant(in_.constants[ins.a]);
         const std::uint32_t operands = arity(ins.op);
         std::uint32_t* fields[3] = {&ins.a, &ins.b, &ins.c};
+        std::optional<double> constants[3];
         bool all_constant = true;
-        double values[3] = {0, 0, 0};
         for (std::uint32_t k = 0; k < operands; ++k) {
             *fields[k] = remap_[*fields[k]];
-            const double* c = constant_at(*fields[k]);
-            all_constant = all_constant && c != nullptr;
-            if (c) values[k] = *c;
+            if (const double* c = constant_at(*fields[k])) constants[k] = *c;
+            all_constant = all_constant && constants[k].has_value();
         }
-        if (all_constant) return constant(detail::op_value(ins.op, values[0], values[1], values[2], powi_exponent(ins)));
-        switch (ins.op) {
-            case Op::Mul:
-                if (is_constant_bits(ins.b, 1.0)) return ins.a;
-                if (is_constant_bits(ins.a, 1.0)) return ins.b;
-                break;
-            case Op::Div:
-                if (is_constant_bits(ins.b, 1.0)) return ins.a;
-                break;
-            case Op::Add:
-                if (is_constant_bits(ins.b, -0.0)) return ins.a;
-                if (is_constant_bits(ins.a, -0.0)) return ins.b;
-                break;
-            case Op::Sub:
-                if (is_constant_bits(ins.b, 0.0)) return ins.a;
-                break;
-            case Op::Select:
-                if (const double* c = constant_at(ins.a)) return *c != 0.0 ? ins.b : ins.c;
-                break;
-            default: break;
+        if (all_constant) {
+            return constant(detail::op_value(ins.op, constants[0].value_or(0), constants[1].value_or(0),
+                                             constants[2].value_or(0), powi_exponent(ins)));
         }
+        if (auto operand = detail::reduces_to(ins.op, constants)) return *fields[*operand];
         if (has_flag(ins.op, op_flag::commutative) && ins.a > ins.b) std::swap(ins.a, ins.b);
         const auto key = std::tuple{static_cast<std::uint32_t>(ins.op), ins.a, ins.b, ins.c};
         if (auto found = common_.find(key); found != common_.end()) return found->second;

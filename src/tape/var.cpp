@@ -3,8 +3,10 @@
 #include <atomic>
 #include <bit>
 #include <initializer_list>
+#include <optional>
 #include <unordered_map>
 
+#include "detail/op_identity.hpp"
 #include "detail/op_value.hpp"
 #include "tapevm/error.hpp"
 
@@ -64,17 +66,23 @@ struct VarAccess {
         return slot;
     }
 
+    // Records `op` on `operands`: folds it when they are all constants, returns the operand it
+    // reduces to under an exact identity, else appends an instruction.
     static Var record(Op op, std::initializer_list<const Var*> operands, std::int32_t exponent = 0) {
         double values[3] = {0, 0, 0};
-        std::size_t k = 0;
+        std::optional<double> constants[3];
         bool all_constant = true;
+        std::size_t k = 0;
         for (const Var* v : operands) {
-            values[k++] = v->value_;
+            values[k] = v->value_;
+            if (v->is_constant()) constants[k] = v->value_;
             all_constant = all_constant && v->is_constant();
+            ++k;
         }
         const double value = op_value(op, values[0], values[1], values[2], exponent);
         if (all_constant) return Var(value);
         State& state = state_of(operands);
+        if (auto operand = reduces_to(op, constants)) return *std::data(operands)[*operand];
         std::uint32_t slots[3] = {0, 0, 0};
         k = 0;
         for (const Var* v : operands) slots[k++] = slot_of(state, *v);
@@ -86,34 +94,8 @@ struct VarAccess {
 
 namespace {
 
-bool is_constant_bits(const Var& v, double constant) {
-    return v.is_constant() && std::bit_cast<std::uint64_t>(v.value()) == std::bit_cast<std::uint64_t>(constant);
-}
-
 Var apply(Op op, const Var& a) { return VarAccess::record(op, {&a}); }
-
-// Binary ops, with the identities that are exact for every input: x*1, 1*x, x/1, x+(-0),
-// (-0)+x, x-(+0). (x+0 is not: -0 + 0 = +0.)
-Var apply(Op op, const Var& a, const Var& b) {
-    switch (op) {
-        case Op::Mul:
-            if (is_constant_bits(b, 1.0) && !a.is_constant()) return a;
-            if (is_constant_bits(a, 1.0) && !b.is_constant()) return b;
-            break;
-        case Op::Div:
-            if (is_constant_bits(b, 1.0) && !a.is_constant()) return a;
-            break;
-        case Op::Add:
-            if (is_constant_bits(b, -0.0) && !a.is_constant()) return a;
-            if (is_constant_bits(a, -0.0) && !b.is_constant()) return b;
-            break;
-        case Op::Sub:
-            if (is_constant_bits(b, 0.0) && !a.is_constant()) return a;
-            break;
-        default: break;
-    }
-    return VarAccess::record(op, {&a, &b});
-}
+Var apply(Op op, const Var& a, const Var& b) { return VarAccess::record(op, {&a, &b}); }
 
 }  // namespace
 
@@ -183,9 +165,7 @@ Cond::operator bool() const {
 }
 
 Var select(const Cond& condition, const Var& if_true, const Var& if_false) {
-    const Var& flag = condition.var();
-    if (flag.is_constant()) return flag.value() != 0.0 ? if_true : if_false;
-    return VarAccess::record(Op::Select, {&flag, &if_true, &if_false});
+    return VarAccess::record(Op::Select, {&condition.var(), &if_true, &if_false});
 }
 
 Var sqrt(const Var& x) { return apply(Op::Sqrt, x); }
