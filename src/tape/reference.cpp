@@ -20,7 +20,18 @@ bool use_forward_mode(const Tape& tape, JacobianMode mode) {
     return mode == JacobianMode::forward;
 }
 
-// Runs `body(point, values, guards_hold)` for every point with the point's values computed.
+// Reverse sweep at one point with output k seeded by seed(k); writes the n input adjoints to
+// `results`. `work` holds one adjoint per slot.
+template <class Real, class Seed>
+void reverse_point(const Tape& tape, std::span<const Real> values, Seed seed, std::span<Real> work,
+                   Real* results) {
+    std::fill(work.begin(), work.end(), Real(0));
+    for (std::size_t k = 0; k < tape.output_count(); ++k) work[tape.outputs()[k]] += seed(k);
+    Sweeps<ScalarMath<Real>, Real>::reverse(tape, values, work);
+    std::copy_n(work.begin(), tape.input_count(), results);
+}
+
+// Runs `body(point, values)` for every point with the point's values computed.
 template <class Real, class Body>
 Report for_each_point(const Tape& tape, const Batch<Real>& batch, Body body) {
     Report report;
@@ -54,11 +65,13 @@ template <class Real> Report Vm::gradient(const Batch<Real>& batch, std::span<Re
         throw Unsupported("gradient: the tape has " + std::to_string(tape_.output_count()) +
                           " outputs; gradient needs exactly 1 (use vjp or jacobian)");
     }
-    const Real one = 1;
-    std::vector<Real> ones(batch.points, one);
     check_batch(tape_, batch, "gradient");
-    check_size("gradient", "gradients", batch.points * tape_.input_count(), gradients.size());
-    return vjp(batch, std::span<const Real>(ones), gradients);
+    const std::size_t n = tape_.input_count();
+    check_size("gradient", "gradients", batch.points * n, gradients.size());
+    std::vector<Real> work(tape_.slot_count());
+    return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
+        reverse_point<Real>(tape_, values, [](std::size_t) { return Real(1); }, work, gradients.data() + point * n);
+    });
 }
 
 template <class Real>
@@ -81,11 +94,9 @@ Report Vm::jacobian(const Batch<Real>& batch, std::span<Real> jacobians, Jacobia
                 for (std::size_t k = 0; k < m; ++k) jac[k * n + i] = work[tape_.outputs()[k]];
             }
         } else {
-            for (std::size_t k = 0; k < m; ++k) {
-                std::fill(work.begin(), work.end(), Real(0));
-                work[tape_.outputs()[k]] = 1;
-                S::reverse(tape_, values, work);
-                for (std::size_t i = 0; i < n; ++i) jac[k * n + i] = work[i];
+            for (std::size_t row = 0; row < m; ++row) {
+                const auto seed = [row](std::size_t k) { return Real(k == row ? 1 : 0); };
+                reverse_point<Real>(tape_, values, seed, work, jac + row * n);
             }
         }
     });
@@ -114,10 +125,8 @@ Report Vm::vjp(const Batch<Real>& batch, std::span<const Real> cotangents, std::
     check_size("vjp", "results", batch.points * n, results.size());
     std::vector<Real> work(tape_.slot_count());
     return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
-        std::fill(work.begin(), work.end(), Real(0));
-        for (std::size_t k = 0; k < m; ++k) work[tape_.outputs()[k]] += cotangents[point * m + k];
-        Sweeps<ScalarMath<Real>, Real>::reverse(tape_, values, work);
-        std::copy_n(work.begin(), n, results.begin() + static_cast<std::ptrdiff_t>(point * n));
+        const auto seed = [&](std::size_t k) { return cotangents[point * m + k]; };
+        reverse_point<Real>(tape_, values, seed, work, results.data() + point * n);
     });
 }
 
