@@ -29,7 +29,6 @@ struct VarAccess {
     using State = RecordingScope::State;
 
     static Var variable(double value, std::uint32_t slot, std::uint64_t id) { return Var(value, slot, id); }
-    static std::uint64_t recording(const Var& v) { return v.recording_; }
 
     // The recording the variable operands belong to; at least one operand is a variable.
     static State& state_of(std::initializer_list<const Var*> operands) {
@@ -100,11 +99,8 @@ Var apply(Op op, const Var& a, const Var& b) { return VarAccess::record(op, {&a,
 }  // namespace
 
 RecordingScope::RecordingScope(std::span<const double> inputs, std::span<const double> params)
-    : state_(new State), previous_(current) {
-    if (inputs.size() + params.size() >= UINT32_MAX) {
-        delete state_;
-        throw RecordingError("record: too many inputs and parameters");
-    }
+    : state_(std::make_unique<State>()), previous_(current) {
+    if (inputs.size() + params.size() >= UINT32_MAX) throw RecordingError("record: too many inputs and parameters");
     state_->id = next_recording_id.fetch_add(1);
     state_->parts.inputs = static_cast<std::uint32_t>(inputs.size());
     state_->parts.params = static_cast<std::uint32_t>(params.size());
@@ -116,13 +112,10 @@ RecordingScope::RecordingScope(std::span<const double> inputs, std::span<const d
         state_->parts.instructions.push_back(Instruction{Op::Param, j, 0, 0});
         params_.push_back(VarAccess::variable(params[j], state_->parts.inputs + j, state_->id));
     }
-    current = state_;
+    current = state_.get();
 }
 
-RecordingScope::~RecordingScope() {
-    current = previous_;
-    delete state_;
-}
+RecordingScope::~RecordingScope() { current = previous_; }
 
 Tape RecordingScope::finish(std::span<const Var> outputs) {
     for (const Var& output : outputs) {

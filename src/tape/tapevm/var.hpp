@@ -19,6 +19,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -164,7 +165,7 @@ public:
     struct State;  // defined in var.cpp
 
 private:
-    State* state_;
+    std::unique_ptr<State> state_;
     State* previous_;
     std::vector<Var> inputs_;
     std::vector<Var> params_;
