@@ -1,12 +1,12 @@
 // The example tapes against independent results: the BA Jacobian against ADBench's expected
 // values for its test instance (rho <= 1e-8, ADBench's metric), every example's values
 // against its native double version, rosenbrock16's gradient against the hand-written one.
-#include <doctest/doctest.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include <doctest/doctest.h>
 
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
@@ -70,7 +70,8 @@ TEST_CASE("BA example: Jacobian matches ADBench's expected values (rho <= 1e-8)"
     const BaInstance instance = read_instance(std::string(TAPEVM_TEST_DATA) + "/ba_test.txt");
     const std::string json = read_text(std::string(TAPEVM_TEST_DATA) + "/ba_expected_test_outputs.json");
     const auto expected_jacobian = json_array(json, "jacobian_calculation_correctness:expected_J_values");
-    const auto expected_reprojection = json_array(json, "objective_calculation_correctness:expected_reproj_err");
+    const auto expected_reprojection =
+        json_array(json, "objective_calculation_correctness:expected_reproj_err");
     const auto expected_weight = json_array(json, "objective_calculation_correctness:expected_weight_err");
     const std::size_t p = instance.observations;
     REQUIRE(expected_jacobian.size() == 31 * p);
@@ -98,12 +99,14 @@ TEST_CASE("BA example: Jacobian matches ADBench's expected values (rho <= 1e-8)"
     for (std::size_t k = 0; k < 2 * p; ++k) CHECK(rho(residuals[k], expected_reprojection[k]) <= 1e-8);
 
     // The weight error 1 - w^2 and its derivative -2w.
-    const Tape weight_tape = record(1, [](std::span<const Var> w) { return examples::ba_weight_error(w[0]); });
+    const Tape weight_tape =
+        record(1, [](std::span<const Var> w) { return examples::ba_weight_error(w[0]); });
     const reference::Vm weight_vm(weight_tape);
     for (std::size_t k = 0; k < p; ++k) {
         const std::vector<double> w = {instance.weight};
         CHECK(rho(test::forward(weight_vm, w)[0], expected_weight[k]) <= 1e-8);
-        CHECK(rho(test::jacobian(weight_vm, w, JacobianMode::reverse)[0], expected_jacobian[30 * p + k]) <= 1e-8);
+        CHECK(rho(test::jacobian(weight_vm, w, JacobianMode::reverse)[0], expected_jacobian[30 * p + k]) <=
+              1e-8);
     }
 }
 
@@ -174,9 +177,11 @@ TEST_CASE("example tapes: sizes and an unknown name") {
 // recorder, the optimiser or the dump format shows up here; rerun with
 // TAPEVM_UPDATE_GOLDEN=1 to rewrite tests/data/golden/ after checking the diff.
 TEST_CASE("example tapes match their golden dumps") {
-    const bool update = std::getenv("TAPEVM_UPDATE_GOLDEN") != nullptr;
+    const char* update_flag = std::getenv("TAPEVM_UPDATE_GOLDEN");
+    const bool update = update_flag != nullptr && std::string(update_flag) == "1";
     for (const auto& example : examples::example_list()) {
-        const std::string path = std::string(TAPEVM_TEST_DATA) + "/golden/" + std::string(example.name) + ".dump";
+        const std::string path =
+            std::string(TAPEVM_TEST_DATA) + "/golden/" + std::string(example.name) + ".dump";
         const std::string dump = examples::example_tape(example.name).dump();
         if (update) {
             std::ofstream(path) << dump;

@@ -2,13 +2,13 @@
 // (independently of op_table.py), central finite differences at smooth points, forward mode
 // against reverse mode, float against double, and the edge cases the semantics fix
 // (0, -0, +-infinity, NaN, out-of-domain inputs, Max/Min ties, pow with zero or negative base).
-#include <doctest/doctest.h>
-
 #include <array>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
+
+#include <doctest/doctest.h>
 
 #include "test_util.hpp"
 
@@ -40,76 +40,135 @@ std::vector<OpCase> op_cases() {
                      std::vector<double> points) {
         std::vector<Args> args;
         for (double p : points) args.push_back({p, 0, 0});
-        cases.push_back({op, [f](const Args& x) { return f(x[0]); }, {[d](const Args& x) { return d(x[0]); }}, args});
+        cases.push_back(
+            {op, [f](const Args& x) { return f(x[0]); }, {[d](const Args& x) { return d(x[0]); }}, args});
     };
     const std::vector<double> anywhere = {-2.3, -0.7, 0.4, 1.3, 3.1};
     const std::vector<double> positive = {0.2, 0.9, 1.7, 4.5};
     const std::vector<double> unit = {-0.8, -0.3, 0.1, 0.6};
-    unary(Op::Neg, [](double a) { return -a; }, [](double) { return -1.0; }, anywhere);
-    unary(Op::Recip, [](double a) { return 1 / a; }, [](double a) { return -1 / (a * a); }, anywhere);
-    unary(Op::Sqrt, [](double a) { return std::sqrt(a); }, [](double a) { return 0.5 / std::sqrt(a); }, positive);
-    unary(Op::Cbrt, [](double a) { return std::cbrt(a); }, [](double a) { return 1 / (3 * std::cbrt(a * a)); }, anywhere);
-    unary(Op::Exp, [](double a) { return std::exp(a); }, [](double a) { return std::exp(a); }, anywhere);
-    unary(Op::Exp2, [](double a) { return std::exp2(a); }, [](double a) { return std::exp2(a) * std::log(2.0); }, anywhere);
-    unary(Op::Expm1, [](double a) { return std::expm1(a); }, [](double a) { return std::exp(a); }, anywhere);
-    unary(Op::Ln, [](double a) { return std::log(a); }, [](double a) { return 1 / a; }, positive);
-    unary(Op::Log2, [](double a) { return std::log2(a); }, [](double a) { return 1 / (a * std::log(2.0)); }, positive);
-    unary(Op::Log10, [](double a) { return std::log10(a); }, [](double a) { return 1 / (a * std::log(10.0)); }, positive);
-    unary(Op::Ln1p, [](double a) { return std::log1p(a); }, [](double a) { return 1 / (1 + a); }, {-0.5, 0.1, 2.0});
-    unary(Op::Sin, [](double a) { return std::sin(a); }, [](double a) { return std::cos(a); }, anywhere);
-    unary(Op::Cos, [](double a) { return std::cos(a); }, [](double a) { return -std::sin(a); }, anywhere);
-    unary(Op::Tan, [](double a) { return std::tan(a); }, [](double a) { return 1 / sq(std::cos(a)); }, unit);
-    unary(Op::Asin, [](double a) { return std::asin(a); }, [](double a) { return 1 / std::sqrt(1 - a * a); }, unit);
-    unary(Op::Acos, [](double a) { return std::acos(a); }, [](double a) { return -1 / std::sqrt(1 - a * a); }, unit);
-    unary(Op::Atan, [](double a) { return std::atan(a); }, [](double a) { return 1 / (1 + a * a); }, anywhere);
-    unary(Op::Sinh, [](double a) { return std::sinh(a); }, [](double a) { return std::cosh(a); }, anywhere);
-    unary(Op::Cosh, [](double a) { return std::cosh(a); }, [](double a) { return std::sinh(a); }, anywhere);
-    unary(Op::Tanh, [](double a) { return std::tanh(a); }, [](double a) { return 1 / sq(std::cosh(a)); }, anywhere);
-    unary(Op::Asinh, [](double a) { return std::asinh(a); }, [](double a) { return 1 / std::sqrt(a * a + 1); }, anywhere);
-    unary(Op::Acosh, [](double a) { return std::acosh(a); }, [](double a) { return 1 / std::sqrt(a * a - 1); }, {1.2, 2.0, 7.5});
-    unary(Op::Atanh, [](double a) { return std::atanh(a); }, [](double a) { return 1 / (1 - a * a); }, unit);
-    unary(Op::Abs, [](double a) { return std::fabs(a); }, [](double a) { return a > 0 ? 1.0 : -1.0; }, anywhere);
-    unary(Op::Signum, [](double a) { return a > 0 ? 1.0 : -1.0; }, [](double) { return 0.0; }, anywhere);
-    unary(Op::Floor, [](double a) { return std::floor(a); }, [](double) { return 0.0; }, anywhere);
-    unary(Op::Ceil, [](double a) { return std::ceil(a); }, [](double) { return 0.0; }, anywhere);
-    unary(Op::Round, [](double a) { return std::round(a); }, [](double) { return 0.0; }, anywhere);
-    unary(Op::Trunc, [](double a) { return std::trunc(a); }, [](double) { return 0.0; }, anywhere);
-    unary(Op::Fract, [](double a) { return a - std::trunc(a); }, [](double) { return 1.0; }, anywhere);
+    unary(
+        Op::Neg, [](double a) { return -a; }, [](double) { return -1.0; }, anywhere);
+    unary(
+        Op::Recip, [](double a) { return 1 / a; }, [](double a) { return -1 / (a * a); }, anywhere);
+    unary(
+        Op::Sqrt, [](double a) { return std::sqrt(a); }, [](double a) { return 0.5 / std::sqrt(a); },
+        positive);
+    unary(
+        Op::Cbrt, [](double a) { return std::cbrt(a); }, [](double a) { return 1 / (3 * std::cbrt(a * a)); },
+        anywhere);
+    unary(
+        Op::Exp, [](double a) { return std::exp(a); }, [](double a) { return std::exp(a); }, anywhere);
+    unary(
+        Op::Exp2, [](double a) { return std::exp2(a); },
+        [](double a) { return std::exp2(a) * std::log(2.0); }, anywhere);
+    unary(
+        Op::Expm1, [](double a) { return std::expm1(a); }, [](double a) { return std::exp(a); }, anywhere);
+    unary(
+        Op::Ln, [](double a) { return std::log(a); }, [](double a) { return 1 / a; }, positive);
+    unary(
+        Op::Log2, [](double a) { return std::log2(a); }, [](double a) { return 1 / (a * std::log(2.0)); },
+        positive);
+    unary(
+        Op::Log10, [](double a) { return std::log10(a); }, [](double a) { return 1 / (a * std::log(10.0)); },
+        positive);
+    unary(
+        Op::Ln1p, [](double a) { return std::log1p(a); }, [](double a) { return 1 / (1 + a); },
+        {-0.5, 0.1, 2.0});
+    unary(
+        Op::Sin, [](double a) { return std::sin(a); }, [](double a) { return std::cos(a); }, anywhere);
+    unary(
+        Op::Cos, [](double a) { return std::cos(a); }, [](double a) { return -std::sin(a); }, anywhere);
+    unary(
+        Op::Tan, [](double a) { return std::tan(a); }, [](double a) { return 1 / sq(std::cos(a)); }, unit);
+    unary(
+        Op::Asin, [](double a) { return std::asin(a); }, [](double a) { return 1 / std::sqrt(1 - a * a); },
+        unit);
+    unary(
+        Op::Acos, [](double a) { return std::acos(a); }, [](double a) { return -1 / std::sqrt(1 - a * a); },
+        unit);
+    unary(
+        Op::Atan, [](double a) { return std::atan(a); }, [](double a) { return 1 / (1 + a * a); }, anywhere);
+    unary(
+        Op::Sinh, [](double a) { return std::sinh(a); }, [](double a) { return std::cosh(a); }, anywhere);
+    unary(
+        Op::Cosh, [](double a) { return std::cosh(a); }, [](double a) { return std::sinh(a); }, anywhere);
+    unary(
+        Op::Tanh, [](double a) { return std::tanh(a); }, [](double a) { return 1 / sq(std::cosh(a)); },
+        anywhere);
+    unary(
+        Op::Asinh, [](double a) { return std::asinh(a); }, [](double a) { return 1 / std::sqrt(a * a + 1); },
+        anywhere);
+    unary(
+        Op::Acosh, [](double a) { return std::acosh(a); }, [](double a) { return 1 / std::sqrt(a * a - 1); },
+        {1.2, 2.0, 7.5});
+    unary(
+        Op::Atanh, [](double a) { return std::atanh(a); }, [](double a) { return 1 / (1 - a * a); }, unit);
+    unary(
+        Op::Abs, [](double a) { return std::fabs(a); }, [](double a) { return a > 0 ? 1.0 : -1.0; },
+        anywhere);
+    unary(
+        Op::Signum, [](double a) { return a > 0 ? 1.0 : -1.0; }, [](double) { return 0.0; }, anywhere);
+    unary(
+        Op::Floor, [](double a) { return std::floor(a); }, [](double) { return 0.0; }, anywhere);
+    unary(
+        Op::Ceil, [](double a) { return std::ceil(a); }, [](double) { return 0.0; }, anywhere);
+    unary(
+        Op::Round, [](double a) { return std::round(a); }, [](double) { return 0.0; }, anywhere);
+    unary(
+        Op::Trunc, [](double a) { return std::trunc(a); }, [](double) { return 0.0; }, anywhere);
+    unary(
+        Op::Fract, [](double a) { return a - std::trunc(a); }, [](double) { return 1.0; }, anywhere);
 
-    auto binary = [&](Op op, std::function<double(double, double)> f, std::function<double(double, double)> da,
-                      std::function<double(double, double)> db, std::vector<Args> points) {
-        cases.push_back({op, [f](const Args& x) { return f(x[0], x[1]); },
-                         {[da](const Args& x) { return da(x[0], x[1]); }, [db](const Args& x) { return db(x[0], x[1]); }},
-                         points});
+    auto binary = [&](Op op, std::function<double(double, double)> f,
+                      std::function<double(double, double)> da, std::function<double(double, double)> db,
+                      std::vector<Args> points) {
+        cases.push_back(
+            {op,
+             [f](const Args& x) { return f(x[0], x[1]); },
+             {[da](const Args& x) { return da(x[0], x[1]); }, [db](const Args& x) { return db(x[0], x[1]); }},
+             points});
     };
     const std::vector<Args> pairs = {{1.5, -0.7, 0}, {-2.25, 3.5, 0}, {0.3, 0.9, 0}, {4.0, 1.25, 0}};
     const std::vector<Args> positive_base = {{1.5, -0.7, 0}, {2.25, 3.5, 0}, {0.3, 0.9, 0}, {4.0, 1.25, 0}};
-    binary(Op::Add, [](double a, double b) { return a + b; }, [](double, double) { return 1.0; },
-           [](double, double) { return 1.0; }, pairs);
-    binary(Op::Sub, [](double a, double b) { return a - b; }, [](double, double) { return 1.0; },
-           [](double, double) { return -1.0; }, pairs);
-    binary(Op::Mul, [](double a, double b) { return a * b; }, [](double, double b) { return b; },
-           [](double a, double) { return a; }, pairs);
-    binary(Op::Div, [](double a, double b) { return a / b; }, [](double, double b) { return 1 / b; },
-           [](double a, double b) { return -a / (b * b); }, pairs);
-    binary(Op::Rem, [](double a, double b) { return std::fmod(a, b); }, [](double, double) { return 1.0; },
-           [](double a, double b) { return -std::trunc(a / b); }, pairs);
-    binary(Op::Powf, [](double a, double b) { return std::pow(a, b); },
-           [](double a, double b) { return b * std::pow(a, b - 1); },
-           [](double a, double b) { return std::pow(a, b) * std::log(a); }, positive_base);
-    binary(Op::Atan2, [](double a, double b) { return std::atan2(a, b); },
-           [](double a, double b) { return b / (a * a + b * b); }, [](double a, double b) { return -a / (a * a + b * b); },
-           pairs);
-    binary(Op::Hypot, [](double a, double b) { return std::sqrt(a * a + b * b); },
-           [](double a, double b) { return a / std::sqrt(a * a + b * b); },
-           [](double a, double b) { return b / std::sqrt(a * a + b * b); }, pairs);
-    binary(Op::Max, [](double a, double b) { return a > b ? a : b; }, [](double a, double b) { return a > b ? 1.0 : 0.0; },
-           [](double a, double b) { return a > b ? 0.0 : 1.0; }, pairs);
-    binary(Op::Min, [](double a, double b) { return a < b ? a : b; }, [](double a, double b) { return a < b ? 1.0 : 0.0; },
-           [](double a, double b) { return a < b ? 0.0 : 1.0; }, pairs);
+    binary(
+        Op::Add, [](double a, double b) { return a + b; }, [](double, double) { return 1.0; },
+        [](double, double) { return 1.0; }, pairs);
+    binary(
+        Op::Sub, [](double a, double b) { return a - b; }, [](double, double) { return 1.0; },
+        [](double, double) { return -1.0; }, pairs);
+    binary(
+        Op::Mul, [](double a, double b) { return a * b; }, [](double, double b) { return b; },
+        [](double a, double) { return a; }, pairs);
+    binary(
+        Op::Div, [](double a, double b) { return a / b; }, [](double, double b) { return 1 / b; },
+        [](double a, double b) { return -a / (b * b); }, pairs);
+    binary(
+        Op::Rem, [](double a, double b) { return std::fmod(a, b); }, [](double, double) { return 1.0; },
+        [](double a, double b) { return -std::trunc(a / b); }, pairs);
+    binary(
+        Op::Powf, [](double a, double b) { return std::pow(a, b); },
+        [](double a, double b) { return b * std::pow(a, b - 1); },
+        [](double a, double b) { return std::pow(a, b) * std::log(a); }, positive_base);
+    binary(
+        Op::Atan2, [](double a, double b) { return std::atan2(a, b); },
+        [](double a, double b) { return b / (a * a + b * b); },
+        [](double a, double b) { return -a / (a * a + b * b); }, pairs);
+    binary(
+        Op::Hypot, [](double a, double b) { return std::sqrt(a * a + b * b); },
+        [](double a, double b) { return a / std::sqrt(a * a + b * b); },
+        [](double a, double b) { return b / std::sqrt(a * a + b * b); }, pairs);
+    binary(
+        Op::Max, [](double a, double b) { return a > b ? a : b; },
+        [](double a, double b) { return a > b ? 1.0 : 0.0; },
+        [](double a, double b) { return a > b ? 0.0 : 1.0; }, pairs);
+    binary(
+        Op::Min, [](double a, double b) { return a < b ? a : b; },
+        [](double a, double b) { return a < b ? 1.0 : 0.0; },
+        [](double a, double b) { return a < b ? 0.0 : 1.0; }, pairs);
     auto comparison = [&](Op op, std::function<bool(double, double)> f) {
-        binary(op, [f](double a, double b) { return f(a, b) ? 1.0 : 0.0; }, [](double, double) { return 0.0; },
-               [](double, double) { return 0.0; }, {{1.5, -0.7, 0}, {-2.25, 3.5, 0}});
+        binary(
+            op, [f](double a, double b) { return f(a, b) ? 1.0 : 0.0; }, [](double, double) { return 0.0; },
+            [](double, double) { return 0.0; }, {{1.5, -0.7, 0}, {-2.25, 3.5, 0}});
     };
     comparison(Op::Lt, [](double a, double b) { return a < b; });
     comparison(Op::Le, [](double a, double b) { return a <= b; });
@@ -118,16 +177,19 @@ std::vector<OpCase> op_cases() {
     comparison(Op::Eq, [](double a, double b) { return a == b; });
     comparison(Op::Ne, [](double a, double b) { return a != b; });
 
-    cases.push_back({Op::Select, [](const Args& x) { return x[0] != 0 ? x[1] : x[2]; },
+    cases.push_back({Op::Select,
+                     [](const Args& x) { return x[0] != 0 ? x[1] : x[2]; },
                      {[](const Args&) { return 0.0; }, [](const Args& x) { return x[0] != 0 ? 1.0 : 0.0; },
                       [](const Args& x) { return x[0] != 0 ? 0.0 : 1.0; }},
                      {{1, 2.5, -3}, {0, 2.5, -3}, {-2, 0.5, 7}}});
-    cases.push_back({Op::Fma, [](const Args& x) { return x[0] * x[1] + x[2]; },
+    cases.push_back({Op::Fma,
+                     [](const Args& x) { return x[0] * x[1] + x[2]; },
                      {[](const Args& x) { return x[1]; }, [](const Args& x) { return x[0]; },
                       [](const Args&) { return 1.0; }},
                      {{1.5, -0.7, 2}, {-2.25, 3.5, 0.1}, {0.3, 0.9, -4}}});
     for (std::int32_t n : {-3, -1, 0, 1, 2, 5}) {
-        cases.push_back({Op::Powi, [n](const Args& x) { return std::pow(x[0], n); },
+        cases.push_back({Op::Powi,
+                         [n](const Args& x) { return std::pow(x[0], n); },
                          {[n](const Args& x) { return n == 0 ? 0.0 : n * std::pow(x[0], n - 1); }},
                          {{-1.7, 0, 0}, {0.6, 0, 0}, {2.3, 0, 0}},
                          n});
@@ -326,7 +388,8 @@ TEST_CASE("edge cases: zeros, infinities, NaN, out of domain, ties, pow bases") 
             const bool ok = test::close_relative(reverse[k], edge.partials[k], 1e-15) ||
                             same(reverse[k], edge.partials[k], false);
             CHECK_MESSAGE(ok, "partial ", k, " is ", reverse[k], ", expected ", edge.partials[k]);
-            CHECK_MESSAGE(same(reverse[k], tangent[k], false), "forward mode partial ", k, " is ", tangent[k]);
+            CHECK_MESSAGE(same(reverse[k], tangent[k], false), "forward mode partial ", k, " is ",
+                          tangent[k]);
         }
     }
 }
@@ -335,7 +398,8 @@ TEST_CASE("a zero partial absorbs an infinite adjoint, in both modes") {
     // f(x, y) = x * sqrt(y) at x = 0, y = 0: d/dy = x * infinity, taken as 0 by the rule.
     TapeParts parts;
     parts.inputs = 2;
-    parts.instructions = {{Op::Input, 0, 0, 0}, {Op::Input, 1, 0, 0}, {Op::Sqrt, 1, 0, 0}, {Op::Mul, 0, 2, 0}};
+    parts.instructions = {
+        {Op::Input, 0, 0, 0}, {Op::Input, 1, 0, 0}, {Op::Sqrt, 1, 0, 0}, {Op::Mul, 0, 2, 0}};
     parts.outputs = {3};
     const reference::Vm vm{Tape(parts)};
     const std::vector<double> x = {0, 0};
@@ -346,7 +410,8 @@ TEST_CASE("a zero partial absorbs an infinite adjoint, in both modes") {
     }
     // An infinite adjoint through a zero partial: g(x, y) = (1/x) * y at x = 0, y = 0 is
     // NaN in value, and dg/dy = 1/x = infinity, dg/dx = y * -1/x^2 = 0 * -infinity -> 0.
-    parts.instructions = {{Op::Input, 0, 0, 0}, {Op::Input, 1, 0, 0}, {Op::Recip, 0, 0, 0}, {Op::Mul, 2, 1, 0}};
+    parts.instructions = {
+        {Op::Input, 0, 0, 0}, {Op::Input, 1, 0, 0}, {Op::Recip, 0, 0, 0}, {Op::Mul, 2, 1, 0}};
     const reference::Vm vm2{Tape(parts)};
     for (auto mode : {JacobianMode::forward, JacobianMode::reverse}) {
         const auto jac = test::jacobian(vm2, x, mode);

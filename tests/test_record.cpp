@@ -1,14 +1,14 @@
 // The recording API: what record() puts on the tape (folding, exact identities only),
 // operator and <cmath> coverage, parameters, guards on C++ branches, thread-local recording,
 // and misuse (mixing tapes, Vars outliving their recording).
-#include <doctest/doctest.h>
-
 #include <array>
 #include <barrier>
 #include <cmath>
 #include <limits>
 #include <set>
 #include <thread>
+
+#include <doctest/doctest.h>
 
 #include "tapevm/error.hpp"
 #include "tapevm/var.hpp"
@@ -195,7 +195,9 @@ TEST_CASE("record: mixed Var/double/int arithmetic and compound assignment") {
 }
 
 TEST_CASE("record: several outputs as vector or array, constant and input outputs") {
-    const Tape tape = record(2, [](std::span<const Var> x) { return std::array<Var, 3>{x[1], Var(7.0), x[0] * x[1]}; });
+    const Tape tape = record(2, [](std::span<const Var> x) {
+        return std::array<Var, 3>{x[1], Var(7.0), x[0] * x[1]};
+    });
     CHECK(tape.output_count() == 3);
     const auto y = test::forward(reference::Vm(tape), std::vector<double>{2, 3});
     CHECK(y == std::vector<double>{3, 7, 6});
@@ -246,7 +248,7 @@ TEST_CASE("record: a comparison used as a bool records a guard, replay reports o
     std::vector<double> y(5);
     const Report report = vm.forward(Batch<double>{5, x, {}}, std::span<double>(y));
     CHECK(report.diverged == std::vector<std::size_t>{1, 3, 4});
-    CHECK(y[0] == 9);  // recorded branch
+    CHECK(y[0] == 9);     // recorded branch
     CHECK(y[1] == 0.25);  // recorded branch, reported as diverged
     // Recording at another point takes the other branch.
     const Tape other = record(std::vector<double>{0.0}, [](std::span<const Var> v) {
@@ -263,7 +265,8 @@ TEST_CASE("record: && and || guard only the comparisons C++ evaluates; select re
         return x[1];
     });
     CHECK(tape.guard_count() == 1);
-    const Tape branch_free = record(2, [](std::span<const Var> x) { return select(x[0] > x[1], x[0], x[1]); });
+    const Tape branch_free =
+        record(2, [](std::span<const Var> x) { return select(x[0] > x[1], x[0], x[1]); });
     CHECK(branch_free.guard_count() == 0);
     const reference::Vm vm(branch_free);
     const std::vector<double> x = {1, 2, 5, 3};
@@ -311,7 +314,8 @@ TEST_CASE("record: misuse throws RecordingError") {
     SUBCASE("mixing Vars of two tapes") {
         CHECK_THROWS_AS(record(1,
                                [](std::span<const Var> outer) {
-                                   const Tape inner = record(1, [&](std::span<const Var> x) { return x[0] + outer[0]; });
+                                   const Tape inner =
+                                       record(1, [&](std::span<const Var> x) { return x[0] + outer[0]; });
                                    return outer[0];
                                }),
                         RecordingError);

@@ -2,11 +2,11 @@
 // forward-mode Jacobian = reverse-mode Jacobian, jvp = J v, vjp = w^T J, gradient = the
 // Jacobian's row, hvp = finite differences of the gradient (and symmetric); batch layouts,
 // shape errors, float, and concurrent use of one Vm.
-#include <doctest/doctest.h>
-
 #include <cmath>
 #include <random>
 #include <thread>
+
+#include <doctest/doctest.h>
 
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
@@ -32,7 +32,8 @@ std::vector<Workload> workloads() {
     const std::vector<double> feature(examples::ba_test_feature.begin(), examples::ba_test_feature.end());
     // A function with several outputs and more outputs than inputs (forward mode wins).
     const Tape wide = record(2, [](std::span<const Var> x) {
-        return std::vector<Var>{sin(x[0]) * x[1], exp(x[0] - x[1]), x[0] * x[0] * x[1], atan2(x[1], x[0]), hypot(x[0], x[1])};
+        return std::vector<Var>{sin(x[0]) * x[1], exp(x[0] - x[1]), x[0] * x[0] * x[1], atan2(x[1], x[0]),
+                                hypot(x[0], x[1])};
     });
     return {
         {"ba", examples::example_tape("ba"), ba, {}},
@@ -121,8 +122,10 @@ TEST_CASE("hvp equals finite differences of the gradient and is symmetric") {
             for (double& e : v) e = normal(rng);
             for (double& e : u) e = normal(rng);
             const auto point = single_point<double>(x, w.params);
-            vm.hvp(point, std::span<const double>(cotangent), std::span<const double>(v), std::span<double>(hv));
-            vm.hvp(point, std::span<const double>(cotangent), std::span<const double>(u), std::span<double>(hu));
+            vm.hvp(point, std::span<const double>(cotangent), std::span<const double>(v),
+                   std::span<double>(hv));
+            vm.hvp(point, std::span<const double>(cotangent), std::span<const double>(u),
+                   std::span<double>(hu));
             CHECK(close(dot(u, hv), dot(v, hu), 1e-9 * (1 + std::fabs(dot(u, hv)))));
             // d/dh vjp(x + h v) at h = 0, by central differences.
             const double h = 1e-6;
@@ -131,13 +134,16 @@ TEST_CASE("hvp equals finite differences of the gradient and is symmetric") {
                 up[i] += h * v[i];
                 down[i] -= h * v[i];
             }
-            vm.vjp(single_point<double>(up, w.params), std::span<const double>(cotangent), std::span<double>(g_up));
-            vm.vjp(single_point<double>(down, w.params), std::span<const double>(cotangent), std::span<double>(g_down));
+            vm.vjp(single_point<double>(up, w.params), std::span<const double>(cotangent),
+                   std::span<double>(g_up));
+            vm.vjp(single_point<double>(down, w.params), std::span<const double>(cotangent),
+                   std::span<double>(g_down));
             double scale = 1;
             for (double e : hv) scale = std::fmax(scale, std::fabs(e));
             for (std::size_t i = 0; i < n; ++i) {
                 const double fd = (g_up[i] - g_down[i]) / (2 * h);
-                CHECK_MESSAGE(std::fabs(hv[i] - fd) <= 2e-5 * scale, "component ", i, ": hvp ", hv[i], ", fd ", fd);
+                CHECK_MESSAGE(std::fabs(hv[i] - fd) <= 2e-5 * scale, "component ", i, ": hvp ", hv[i],
+                              ", fd ", fd);
             }
         }
     }
@@ -151,7 +157,8 @@ TEST_CASE("hvp of rosenbrock16 equals its hand-written Hessian") {
         v[i] = std::cos(static_cast<double>(i));
     }
     const std::vector<double> one = {1.0};
-    vm.hvp(single_point<double>(x), std::span<const double>(one), std::span<const double>(v), std::span<double>(hv));
+    vm.hvp(single_point<double>(x), std::span<const double>(one), std::span<const double>(v),
+           std::span<double>(hv));
     // H of sum 100 (x[i+1] - x[i]^2)^2 + (1 - x[i])^2.
     std::vector<double> expected(16, 0.0);
     for (std::size_t i = 0; i < 15; ++i) {
@@ -176,12 +183,14 @@ TEST_CASE("a batch gives the same results as its points one at a time") {
             params.insert(params.end(), f.begin(), f.end());
         }
         std::vector<double> jacobians(points * 30);
-        const Report report = vm.jacobian(Batch<double>{points, inputs, params}, std::span<double>(jacobians));
+        const Report report =
+            vm.jacobian(Batch<double>{points, inputs, params}, std::span<double>(jacobians));
         CHECK(report.all_guards_hold());
         for (std::size_t p = 0; p < points; ++p) {
-            const auto one = test::jacobian(vm, std::span(inputs).subspan(p * 15, 15), JacobianMode::automatic,
-                                            std::span(params).subspan(p * 2, 2));
-            CHECK(std::equal(one.begin(), one.end(), jacobians.begin() + static_cast<std::ptrdiff_t>(p * 30)));
+            const auto one = test::jacobian(vm, std::span(inputs).subspan(p * 15, 15),
+                                            JacobianMode::automatic, std::span(params).subspan(p * 2, 2));
+            CHECK(
+                std::equal(one.begin(), one.end(), jacobians.begin() + static_cast<std::ptrdiff_t>(p * 30)));
         }
     }
     std::vector<double> none;
@@ -205,8 +214,9 @@ TEST_CASE("wrong sizes throw ShapeError naming expected and given sizes") {
     std::vector<double> gradient(30);
     CHECK_THROWS_AS(vm.gradient(Batch<double>{2, x, {}}, std::span<double>(gradient)), Unsupported);
     std::vector<double> tangents(29), results(4);
-    CHECK_THROWS_AS(vm.jvp(Batch<double>{2, x, {}}, std::span<const double>(tangents), std::span<double>(results)),
-                    ShapeError);
+    CHECK_THROWS_AS(
+        vm.jvp(Batch<double>{2, x, {}}, std::span<const double>(tangents), std::span<double>(results)),
+        ShapeError);
     const std::vector<double> params(2);
     CHECK_THROWS_AS(vm.forward(Batch<double>{2, x, params}, std::span<double>(out)), ShapeError);
 }
@@ -230,7 +240,8 @@ TEST_CASE("one Vm used from several threads at once") {
     std::vector<double> inputs, params;
     std::mt19937_64 rng(5);
     for (std::size_t p = 0; p < points; ++p) {
-        const auto x = near(std::vector<double>(examples::ba_test_inputs.begin(), examples::ba_test_inputs.end()), rng);
+        const auto x =
+            near(std::vector<double>(examples::ba_test_inputs.begin(), examples::ba_test_inputs.end()), rng);
         inputs.insert(inputs.end(), x.begin(), x.end());
         params.push_back(-500 + static_cast<double>(p));
         params.push_back(150 - static_cast<double>(p));

@@ -56,7 +56,7 @@ inline std::string show(std::span<const double> values) {
 
 /// Central difference of f along coordinate i at x with step h * max(1, |x_i|).
 inline double central_difference(const std::function<double(std::span<const double>)>& f,
-                                  std::vector<double> x, std::size_t i, double h = 1e-6) {
+                                 std::vector<double> x, std::size_t i, double h = 1e-6) {
     const double step = h * std::fmax(1.0, std::fabs(x[i]));
     const double x0 = x[i];
     x[i] = x0 + step;

@@ -14,8 +14,9 @@ template <class Real> void check_batch(const Tape& tape, const Batch<Real>& batc
     check_size(where, "inputs", batch.points * tape.input_count(), batch.inputs.size());
     const std::size_t shared = tape.param_count();
     if (batch.params.size() != shared && batch.params.size() != batch.points * shared) {
-        throw ShapeError(where, "params (expected " + std::to_string(shared) + " shared or " +
-                                    std::to_string(batch.points * shared) + " per point)",
+        throw ShapeError(where,
+                         "params (expected " + std::to_string(shared) + " shared or " +
+                             std::to_string(batch.points * shared) + " per point)",
                          shared, batch.params.size());
     }
 }

@@ -38,13 +38,15 @@ Tape example_tape(std::string_view name) {
                       });
     } else if (name == "rosenbrock16") {
         const auto x = rosenbrock_point();
-        tape = record(std::span<const double>(x), [](std::span<const Var> v) { return rosenbrock16<Var>(v); });
+        tape =
+            record(std::span<const double>(x), [](std::span<const Var> v) { return rosenbrock16<Var>(v); });
     } else if (name == "trig16") {
         const auto x = rosenbrock_point();
         tape = record(std::span<const double>(x), [](std::span<const Var> v) { return trig16<Var>(v); });
     } else {
         std::string names;
-        for (const auto& example : list) names += std::string(names.empty() ? "" : ", ") + std::string(example.name);
+        for (const auto& example : list)
+            names += std::string(names.empty() ? "" : ", ") + std::string(example.name);
         throw Error("unknown example '" + std::string(name) + "' (known: " + names + ")");
     }
     tape.optimize();

@@ -34,7 +34,8 @@ public:
             if (target.op == Op::Const && (out_.constants[target.a] != 0.0) == (mapped.expected != 0)) {
                 continue;  // always holds
             }
-            if (seen.emplace(std::pair{mapped.slot, mapped.expected}, true).second) out_.guards.push_back(mapped);
+            if (seen.emplace(std::pair{mapped.slot, mapped.expected}, true).second)
+                out_.guards.push_back(mapped);
         }
         return std::move(out_);
     }
@@ -133,9 +134,7 @@ TapeParts eliminate_dead_code(const TapeParts& in) {
 
 }  // namespace
 
-Tape optimized(const Tape& tape) {
-    return Tape(eliminate_dead_code(Simplifier(tape.parts()).run()));
-}
+Tape optimized(const Tape& tape) { return Tape(eliminate_dead_code(Simplifier(tape.parts()).run())); }
 
 void Tape::optimize() { *this = optimized(*this); }
 

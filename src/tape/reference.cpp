@@ -39,8 +39,7 @@ Report for_each_point(const Tape& tape, const Batch<Real>& batch, Body body) {
     const std::size_t n = tape.input_count();
     for (std::size_t point = 0; point < batch.points; ++point) {
         const bool holds = Sweeps<ScalarMath<Real>, Real>::evaluate(
-            tape, batch.inputs.subspan(point * n, n), batch.params_of(point, tape.param_count()),
-            values);
+            tape, batch.inputs.subspan(point * n, n), batch.params_of(point, tape.param_count()), values);
         if (!holds) report.diverged.push_back(point);
         body(point, std::span<const Real>(values));
     }
@@ -70,7 +69,8 @@ template <class Real> Report Vm::gradient(const Batch<Real>& batch, std::span<Re
     check_size("gradient", "gradients", batch.points * n, gradients.size());
     std::vector<Real> work(tape_.slot_count());
     return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
-        reverse_point<Real>(tape_, values, [](std::size_t) { return Real(1); }, work, gradients.data() + point * n);
+        reverse_point<Real>(
+            tape_, values, [](std::size_t) { return Real(1); }, work, gradients.data() + point * n);
     });
 }
 
@@ -147,7 +147,8 @@ Report Vm::hvp(const Batch<Real>& batch, std::span<const Real> cotangents, std::
     std::vector<D> adjoints(tape_.slot_count());
     Report report;
     for (std::size_t point = 0; point < batch.points; ++point) {
-        for (std::size_t i = 0; i < n; ++i) inputs[i] = D(batch.inputs[point * n + i], directions[point * n + i]);
+        for (std::size_t i = 0; i < n; ++i)
+            inputs[i] = D(batch.inputs[point * n + i], directions[point * n + i]);
         const auto point_params = batch.params_of(point, tape_.param_count());
         for (std::size_t j = 0; j < params.size(); ++j) params[j] = D(point_params[j]);
         if (!S::evaluate(tape_, inputs, params, values)) report.diverged.push_back(point);
@@ -159,13 +160,13 @@ Report Vm::hvp(const Batch<Real>& batch, std::span<const Real> cotangents, std::
     return report;
 }
 
-#define TAPEVM_INSTANTIATE(Real)                                                                        \
-    template Report Vm::forward(const Batch<Real>&, std::span<Real>) const;                             \
-    template Report Vm::gradient(const Batch<Real>&, std::span<Real>) const;                            \
-    template Report Vm::jacobian(const Batch<Real>&, std::span<Real>, JacobianMode) const;              \
-    template Report Vm::jvp(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;          \
-    template Report Vm::vjp(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;          \
-    template Report Vm::hvp(const Batch<Real>&, std::span<const Real>, std::span<const Real>,           \
+#define TAPEVM_INSTANTIATE(Real)                                                               \
+    template Report Vm::forward(const Batch<Real>&, std::span<Real>) const;                    \
+    template Report Vm::gradient(const Batch<Real>&, std::span<Real>) const;                   \
+    template Report Vm::jacobian(const Batch<Real>&, std::span<Real>, JacobianMode) const;     \
+    template Report Vm::jvp(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
+    template Report Vm::vjp(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
+    template Report Vm::hvp(const Batch<Real>&, std::span<const Real>, std::span<const Real>,  \
                             std::span<Real>) const;
 TAPEVM_INSTANTIATE(double)
 TAPEVM_INSTANTIATE(float)

@@ -9,8 +9,7 @@
 namespace tapevm {
 namespace {
 
-TapeDefect defect(TapeDefect::Section section, std::uint32_t index, std::string field,
-                  std::string what) {
+TapeDefect defect(TapeDefect::Section section, std::uint32_t index, std::string field, std::string what) {
     return TapeDefect{section, index, std::move(field), std::move(what)};
 }
 
@@ -42,8 +41,7 @@ std::optional<TapeDefect> instruction_defect(const TapeParts& parts, std::uint32
     }
     if (!in_prefix && (ins.op == Op::Input || ins.op == Op::Param)) {
         return defect(S::instruction, slot, "op",
-                      std::string(info(ins.op).text) +
-                          " only in the leading input and parameter slots");
+                      std::string(info(ins.op).text) + " only in the leading input and parameter slots");
     }
     auto unused_zero = [&](std::uint32_t first) -> std::optional<TapeDefect> {
         const std::uint32_t fields[3] = {ins.a, ins.b, ins.c};
@@ -57,8 +55,8 @@ std::optional<TapeDefect> instruction_defect(const TapeParts& parts, std::uint32
         const std::uint32_t index = ins.op == Op::Input ? slot : slot - parts.inputs;
         if (ins.a != index) {
             return defect(S::instruction, slot, "a",
-                          std::string(info(ins.op).text) + " index " + std::to_string(ins.a) +
-                              ", expected " + std::to_string(index));
+                          std::string(info(ins.op).text) + " index " + std::to_string(ins.a) + ", expected " +
+                              std::to_string(index));
         }
         return unused_zero(1);
     }
@@ -76,8 +74,8 @@ std::optional<TapeDefect> instruction_defect(const TapeParts& parts, std::uint32
     for (std::uint32_t k = 0; k < operands; ++k) {
         if (fields[k] >= slot) {
             return defect(S::instruction, slot, names[k],
-                          "operand slot " + std::to_string(fields[k]) +
-                              " is not earlier than its own slot " + std::to_string(slot));
+                          "operand slot " + std::to_string(fields[k]) + " is not earlier than its own slot " +
+                              std::to_string(slot));
         }
     }
     // Powi keeps its exponent in b: any 32-bit pattern is a valid int32.
@@ -93,8 +91,8 @@ std::optional<TapeDefect> find_defect(const TapeParts& parts) {
         const bool inputs_fit = parts.inputs <= parts.instructions.size();
         return defect(S::header, 0, inputs_fit ? "params" : "inputs",
                       std::to_string(parts.inputs) + " inputs and " + std::to_string(parts.params) +
-                          " parameters need more than the " +
-                          std::to_string(parts.instructions.size()) + " instructions");
+                          " parameters need more than the " + std::to_string(parts.instructions.size()) +
+                          " instructions");
     }
     if (parts.instructions.size() > UINT32_MAX || parts.constants.size() > UINT32_MAX ||
         parts.outputs.size() > UINT32_MAX || parts.guards.size() > UINT32_MAX) {
@@ -118,9 +116,9 @@ std::optional<TapeDefect> find_defect(const TapeParts& parts) {
                               std::to_string(slots) + " slots)");
         }
         if (parts.guards[k].expected > 1) {
-            return defect(S::guard, k, "expected",
-                          "expected outcome " + std::to_string(parts.guards[k].expected) +
-                              " is neither 0 nor 1");
+            return defect(
+                S::guard, k, "expected",
+                "expected outcome " + std::to_string(parts.guards[k].expected) + " is neither 0 nor 1");
         }
     }
     return std::nullopt;

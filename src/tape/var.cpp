@@ -100,7 +100,8 @@ Var apply(Op op, const Var& a, const Var& b) { return VarAccess::record(op, {&a,
 
 RecordingScope::RecordingScope(std::span<const double> inputs, std::span<const double> params)
     : state_(std::make_unique<State>()), previous_(current) {
-    if (inputs.size() + params.size() >= UINT32_MAX) throw RecordingError("record: too many inputs and parameters");
+    if (inputs.size() + params.size() >= UINT32_MAX)
+        throw RecordingError("record: too many inputs and parameters");
     state_->id = next_recording_id.fetch_add(1);
     state_->parts.inputs = static_cast<std::uint32_t>(inputs.size());
     state_->parts.params = static_cast<std::uint32_t>(params.size());

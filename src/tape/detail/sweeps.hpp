@@ -53,7 +53,8 @@ template <class M, class T> struct Sweeps {
 
     /// The partials of the instruction at `slot` with respect to its operands, into d.
     /// Returns the number of partials (0 for ops whose partials are all zero).
-    static std::uint32_t partials(const Instruction& ins, std::size_t slot, std::span<const T> values, T (&d)[3]) {
+    static std::uint32_t partials(const Instruction& ins, std::size_t slot, std::span<const T> values,
+                                  T (&d)[3]) {
         return visit_op(ins.op, [&](auto tag) -> std::uint32_t {
             constexpr Op op = decltype(tag)::value;
             if constexpr (has_flag(op, op_flag::leaf)) {

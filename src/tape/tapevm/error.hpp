@@ -28,8 +28,8 @@ public:
 class FormatError : public Error {
 public:
     FormatError(std::uint64_t offset, std::string field, const std::string& what)
-        : Error("tape file: byte " + std::to_string(offset) + ": " + field + ": " + what),
-          offset_(offset), field_(std::move(field)) {}
+        : Error("tape file: byte " + std::to_string(offset) + ": " + field + ": " + what), offset_(offset),
+          field_(std::move(field)) {}
     std::uint64_t offset() const noexcept { return offset_; }
     const std::string& field() const noexcept { return field_; }
 
@@ -42,8 +42,7 @@ private:
 /// the expected size and the given size.
 class ShapeError : public Error {
 public:
-    ShapeError(const std::string& where, const std::string& argument, std::size_t expected,
-               std::size_t given)
+    ShapeError(const std::string& where, const std::string& argument, std::size_t expected, std::size_t given)
         : Error(where + ": " + argument + " has " + std::to_string(given) + " values, expected " +
                 std::to_string(expected)),
           expected_(expected), given_(given) {}

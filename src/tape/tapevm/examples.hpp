@@ -148,8 +148,8 @@ template <class T> T trig16(std::span<const T> x) {
 /// ADBench's test instance (test.txt): its camera, point and weight (the 15 BA inputs) and
 /// its feature. The `ba` example tape is recorded here.
 inline constexpr std::array<double, 15> ba_test_inputs = {
-    1.797201, 0.590697, -0.635786, 90.859550, 29.361415, 28.777534, 211.628116, -0.284531,
-    -14.762924, 0.058931, 0.069976, 4.173048, 5.586898, 1.403869, 0.417022};
+    1.797201,   0.590697, -0.635786, 90.859550, 29.361415, 28.777534, 211.628116, -0.284531,
+    -14.762924, 0.058931, 0.069976,  4.173048,  5.586898,  1.403869,  0.417022};
 inline constexpr std::array<double, 2> ba_test_feature = {-525.672849, 161.811929};
 
 /// Names accepted by example_tape(), with a one-line description each.

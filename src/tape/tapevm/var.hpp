@@ -184,8 +184,7 @@ template <class Result> std::vector<Var> as_outputs(Result&& result) {
 /// Records f at `inputs` (the recording point; branches are taken and guarded there) with
 /// `params` the parameters' values there. f(std::span<const Var> x, std::span<const Var> p)
 /// returns a Var or a range of Vars (the outputs).
-template <class F>
-Tape record(std::span<const double> inputs, std::span<const double> params, F&& f) {
+template <class F> Tape record(std::span<const double> inputs, std::span<const double> params, F&& f) {
     detail::RecordingScope scope(inputs, params);
     auto outputs = detail::as_outputs(f(scope.inputs(), scope.params()));
     return scope.finish(outputs);
