@@ -254,7 +254,8 @@ inline double sign_of(double x) {
     return x;
 }
 
-inline bool compare(Comparison comparison, double a, double b) {
+/// The comparison on doubles (a bool) or on Vars (a Cond, recorded).
+template <class T> auto compare(Comparison comparison, const T& a, const T& b) -> decltype(a < b) {
     switch (comparison) {
         case Comparison::less: return a < b;
         case Comparison::less_equal: return a <= b;
@@ -263,7 +264,7 @@ inline bool compare(Comparison comparison, double a, double b) {
         case Comparison::equal: return a == b;
         case Comparison::not_equal: return a != b;
     }
-    return false;
+    return a < b;
 }
 
 inline double flag(bool value) { return value ? 1.0 : 0.0; }
@@ -413,18 +414,6 @@ private:
 
 // ---------------------------------------------------------------------------------------------
 // Recording: the same tree through the public API, each node once (shared nodes reuse their Var).
-
-inline Cond compare(Comparison comparison, const Var& a, const Var& b) {
-    switch (comparison) {
-        case Comparison::less: return a < b;
-        case Comparison::less_equal: return a <= b;
-        case Comparison::greater: return a > b;
-        case Comparison::greater_equal: return a >= b;
-        case Comparison::equal: return a == b;
-        case Comparison::not_equal: return a != b;
-    }
-    return a < b;
-}
 
 class TreeRecorder {
 public:
