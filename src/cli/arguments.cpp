@@ -81,4 +81,10 @@ std::size_t parse_count(std::string_view name, std::string_view text, std::size_
     return count;
 }
 
+bool Arguments::answered_help(std::string_view help, std::ostream& out) const {
+    if (!has("--help")) return false;
+    out << help;
+    return true;
+}
+
 }  // namespace tapevm::cli

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <span>
 #include <string>
 #include <string_view>
@@ -51,6 +52,9 @@ public:
     /// Throws UsageError unless there are between `minimum` and `maximum` positional
     /// arguments; `what` describes them in the message ("a tape file").
     void expect_positional(std::size_t minimum, std::size_t maximum, std::string_view what) const;
+
+    /// Writes `help` to `out` and returns true when --help was given (the command then exits 0).
+    bool answered_help(std::string_view help, std::ostream& out) const;
 
 private:
     friend Arguments parse_arguments(std::string_view command, std::span<const std::string_view> args,

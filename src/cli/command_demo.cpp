@@ -97,10 +97,7 @@ void native_forward(const BaBatch& batch, std::vector<double>& outputs) {
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&) {
     const Arguments arguments = parse_arguments("demo", args, options);
-    if (arguments.has("--help")) {
-        out << help;
-        return 0;
-    }
+    if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(0, 0, "no arguments");
     const auto points_text = arguments.value("--points");
     const std::size_t points =

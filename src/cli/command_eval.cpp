@@ -132,10 +132,7 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
     const Arguments arguments = parse_arguments("eval", args, options);
-    if (arguments.has("--help")) {
-        out << help;
-        return 0;
-    }
+    if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(1, 1, "a tape file: tapevm eval FILE --inputs X.csv --mode MODE");
     Request request;
     request.tape_path = arguments.positional().front();

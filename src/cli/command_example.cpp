@@ -33,10 +33,7 @@ void list_examples(std::ostream& out) {
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&) {
     const Arguments arguments = parse_arguments("example", args, options);
-    if (arguments.has("--help")) {
-        out << help;
-        return 0;
-    }
+    if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(0, 1, "an example name");
     if (arguments.has("--list") || arguments.positional().empty()) {
         if (arguments.has("--out")) throw UsageError("example: --out needs an example name");

@@ -16,10 +16,7 @@ constexpr OptionSpec options[] = {{"--help", false}};
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&) {
     const Arguments arguments = parse_arguments("inspect", args, options);
-    if (arguments.has("--help")) {
-        out << help;
-        return 0;
-    }
+    if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(1, 1, "a tape file: tapevm inspect FILE");
     const Tape tape = read_tape_file(arguments.positional().front());
     out << tape.dump();
