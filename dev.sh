@@ -27,10 +27,12 @@ readonly BUILD=$ROOT/build
 readonly BUILD_ASAN=$ROOT/build-asan
 
 # What building and running everything needs (Vulkan, glslang and xsimd for the GPU and CPU
-# VMs; mesa-vulkan-drivers is lavapipe, the Vulkan device of machines without a GPU; cmake is
-# how Meson finds Debian's doctest).
+# VMs; mesa-vulkan-drivers is lavapipe, the Vulkan device of machines without a GPU, and
+# vulkan-validationlayers checks every Vulkan call in the tests; cmake is how Meson finds
+# Debian's doctest; libadolc-dev is ADOL-C, a peer the benchmark runs side by side).
 readonly PACKAGES=(meson ninja-build g++ pkg-config cmake python3 libvulkan-dev glslang-dev glslang-tools
-                   doctest-dev libxsimd-dev spirv-tools mesa-vulkan-drivers)
+                   doctest-dev libxsimd-dev spirv-tools mesa-vulkan-drivers vulkan-validationlayers
+                   vulkan-tools libadolc-dev)
 # What the sanitizer build needs on top: clang 14 and its sanitizer run-time libraries.
 readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "arguments.hpp"
+#include "tapevm/reference.hpp"
 
 namespace tapevm::cli {
 
@@ -19,6 +20,13 @@ Precision parse_precision(std::string_view name) {
     if (name == "f64") return Precision::f64;
     if (name == "f32") return Precision::f32;
     throw UsageError("unknown precision '" + std::string(name) + "' (known: f64, f32)");
+}
+
+std::unique_ptr<Evaluator> make_evaluator(Backend backend, Tape tape, const BackendOptions& /*options*/) {
+    switch (backend) {
+        case Backend::reference: return std::make_unique<reference::Vm>(std::move(tape));
+    }
+    return nullptr;
 }
 
 }  // namespace tapevm::cli

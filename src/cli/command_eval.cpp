@@ -8,7 +8,6 @@
 #include "commands.hpp"
 #include "csv.hpp"
 #include "files.hpp"
-#include "tapevm/reference.hpp"
 
 namespace tapevm::cli {
 namespace {
@@ -112,12 +111,12 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
 
     const std::size_t width = result_width(tape, request.mode);
     std::vector<Real> results(points * width);
-    const reference::Vm vm(tape);  // request.backend is Backend::reference, the only one in this build
+    const std::unique_ptr<Evaluator> vm = make_evaluator(request.backend, tape);
     Report report;
     switch (request.mode) {
-        case Mode::forward: report = vm.forward(batch, std::span<Real>(results)); break;
-        case Mode::gradient: report = vm.gradient(batch, std::span<Real>(results)); break;
-        case Mode::jacobian: report = vm.jacobian(batch, std::span<Real>(results)); break;
+        case Mode::forward: report = vm->forward(batch, std::span<Real>(results)); break;
+        case Mode::gradient: report = vm->gradient(batch, std::span<Real>(results)); break;
+        case Mode::jacobian: report = vm->jacobian(batch, std::span<Real>(results)); break;
     }
 
     std::string text;

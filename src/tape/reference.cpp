@@ -15,11 +15,6 @@ using detail::DualMath;
 using detail::ScalarMath;
 using detail::Sweeps;
 
-bool use_forward_mode(const Tape& tape, JacobianMode mode) {
-    if (mode == JacobianMode::automatic) return tape.input_count() < tape.output_count();
-    return mode == JacobianMode::forward;
-}
-
 // Reverse sweep at one point with output k seeded by seed(k); writes the n input adjoints to
 // `results`. `work` holds one adjoint per slot.
 template <class Real, class Seed>
@@ -50,23 +45,17 @@ Report for_each_point(const Tape& tape, const Batch<Real>& batch, Body body) {
 
 Vm::Vm(Tape tape) : tape_(std::move(tape)) {}
 
-template <class Real> Report Vm::forward(const Batch<Real>& batch, std::span<Real> outputs) const {
-    check_batch(tape_, batch, "forward");
+std::string Vm::name() const { return "reference"; }
+
+template <class Real> Report Vm::forward_impl(const Batch<Real>& batch, std::span<Real> outputs) const {
     const std::size_t m = tape_.output_count();
-    check_size("forward", "outputs", batch.points * m, outputs.size());
     return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
         for (std::size_t k = 0; k < m; ++k) outputs[point * m + k] = values[tape_.outputs()[k]];
     });
 }
 
-template <class Real> Report Vm::gradient(const Batch<Real>& batch, std::span<Real> gradients) const {
-    if (tape_.output_count() != 1) {
-        throw Unsupported("gradient: the tape has " + std::to_string(tape_.output_count()) +
-                          " outputs; gradient needs exactly 1 (use vjp or jacobian)");
-    }
-    check_batch(tape_, batch, "gradient");
+template <class Real> Report Vm::gradient_impl(const Batch<Real>& batch, std::span<Real> gradients) const {
     const std::size_t n = tape_.input_count();
-    check_size("gradient", "gradients", batch.points * n, gradients.size());
     std::vector<Real> work(tape_.slot_count());
     return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
         reverse_point<Real>(
@@ -75,15 +64,13 @@ template <class Real> Report Vm::gradient(const Batch<Real>& batch, std::span<Re
 }
 
 template <class Real>
-Report Vm::jacobian(const Batch<Real>& batch, std::span<Real> jacobians, JacobianMode mode) const {
-    check_batch(tape_, batch, "jacobian");
+Report Vm::jacobian_impl(const Batch<Real>& batch, std::span<Real> jacobians, JacobianMode mode) const {
     const std::size_t n = tape_.input_count();
     const std::size_t m = tape_.output_count();
-    check_size("jacobian", "jacobians", batch.points * m * n, jacobians.size());
     using S = Sweeps<ScalarMath<Real>, Real>;
     std::vector<Real> work(tape_.slot_count());
     std::vector<Real> direction(n);
-    const bool forward_mode = use_forward_mode(tape_, mode);
+    const bool forward_mode = jacobian_uses_forward_mode(tape_, mode);
     return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
         Real* jac = jacobians.data() + point * m * n;
         if (forward_mode) {
@@ -103,12 +90,9 @@ Report Vm::jacobian(const Batch<Real>& batch, std::span<Real> jacobians, Jacobia
 }
 
 template <class Real>
-Report Vm::jvp(const Batch<Real>& batch, std::span<const Real> tangents, std::span<Real> results) const {
-    check_batch(tape_, batch, "jvp");
+Report Vm::jvp_impl(const Batch<Real>& batch, std::span<const Real> tangents, std::span<Real> results) const {
     const std::size_t n = tape_.input_count();
     const std::size_t m = tape_.output_count();
-    check_size("jvp", "tangents", batch.points * n, tangents.size());
-    check_size("jvp", "results", batch.points * m, results.size());
     std::vector<Real> work(tape_.slot_count());
     return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
         Sweeps<ScalarMath<Real>, Real>::tangent(tape_, values, tangents.subspan(point * n, n), work);
@@ -117,12 +101,10 @@ Report Vm::jvp(const Batch<Real>& batch, std::span<const Real> tangents, std::sp
 }
 
 template <class Real>
-Report Vm::vjp(const Batch<Real>& batch, std::span<const Real> cotangents, std::span<Real> results) const {
-    check_batch(tape_, batch, "vjp");
+Report Vm::vjp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<Real> results) const {
     const std::size_t n = tape_.input_count();
     const std::size_t m = tape_.output_count();
-    check_size("vjp", "cotangents", batch.points * m, cotangents.size());
-    check_size("vjp", "results", batch.points * n, results.size());
     std::vector<Real> work(tape_.slot_count());
     return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
         const auto seed = [&](std::size_t k) { return cotangents[point * m + k]; };
@@ -131,14 +113,10 @@ Report Vm::vjp(const Batch<Real>& batch, std::span<const Real> cotangents, std::
 }
 
 template <class Real>
-Report Vm::hvp(const Batch<Real>& batch, std::span<const Real> cotangents, std::span<const Real> directions,
-               std::span<Real> results) const {
-    check_batch(tape_, batch, "hvp");
+Report Vm::hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<const Real> directions, std::span<Real> results) const {
     const std::size_t n = tape_.input_count();
     const std::size_t m = tape_.output_count();
-    check_size("hvp", "cotangents", batch.points * m, cotangents.size());
-    check_size("hvp", "directions", batch.points * n, directions.size());
-    check_size("hvp", "results", batch.points * n, results.size());
     using D = Dual<Real>;
     using S = Sweeps<DualMath<Real>, D>;
     std::vector<D> inputs(n);
@@ -160,14 +138,14 @@ Report Vm::hvp(const Batch<Real>& batch, std::span<const Real> cotangents, std::
     return report;
 }
 
-#define TAPEVM_INSTANTIATE(Real)                                                               \
-    template Report Vm::forward(const Batch<Real>&, std::span<Real>) const;                    \
-    template Report Vm::gradient(const Batch<Real>&, std::span<Real>) const;                   \
-    template Report Vm::jacobian(const Batch<Real>&, std::span<Real>, JacobianMode) const;     \
-    template Report Vm::jvp(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
-    template Report Vm::vjp(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
-    template Report Vm::hvp(const Batch<Real>&, std::span<const Real>, std::span<const Real>,  \
-                            std::span<Real>) const;
+#define TAPEVM_INSTANTIATE(Real)                                                                    \
+    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                    \
+    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                   \
+    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;     \
+    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
+    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
+    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,  \
+                                 std::span<Real>) const;
 TAPEVM_INSTANTIATE(double)
 TAPEVM_INSTANTIATE(float)
 #undef TAPEVM_INSTANTIATE

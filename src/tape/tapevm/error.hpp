@@ -68,4 +68,18 @@ public:
     using Error::Error;
 };
 
+/// No device can run the request: no Vulkan loader or device, no device matching
+/// TAPEVM_DEVICE, a device without what the request needs. The message gives the reason.
+class DeviceUnavailable : public Error {
+public:
+    using Error::Error;
+};
+
+/// The device failed while working (VK_ERROR_DEVICE_LOST, out of device memory after the
+/// smallest chunk): the evaluation did not complete and the backend that threw is dead.
+class DeviceLost : public Error {
+public:
+    using Error::Error;
+};
+
 }  // namespace tapevm

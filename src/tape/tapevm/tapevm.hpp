@@ -4,6 +4,7 @@
 
 #include "tapevm/batch.hpp"
 #include "tapevm/error.hpp"
+#include "tapevm/evaluator.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/op.hpp"
 #include "tapevm/optimize.hpp"

@@ -1,0 +1,215 @@
+// The one interface every backend implements (reference VM, CPU VM, GPU VM): the same six
+// operations in double and float over the batch layout of batch.hpp, with caller-provided
+// buffers (the virtual functions) or returned ones (the templates at the end).
+//
+// A backend derives from EvaluatorBase<Self> and writes each operation once, as a template
+// on Real:
+//
+//   class Vm final : public EvaluatorBase<Vm> {
+//       template <class Real> Report forward_impl(const Batch<Real>&, std::span<Real>) const;
+//       ... gradient_impl, jacobian_impl, jvp_impl, vjp_impl, hvp_impl
+//       friend class EvaluatorBase<Vm>;
+//   };
+//
+// Shapes are checked by the base (check_* below) before the backend is called, so every
+// backend throws the same ShapeError for the same mistake.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tapevm/batch.hpp"
+#include "tapevm/tape.hpp"
+
+namespace tapevm {
+
+/// Results returned by value.
+template <class Real> struct Evaluation {
+    std::vector<Real> values;
+    Report report;
+};
+
+class Evaluator {
+public:
+    virtual ~Evaluator() = default;
+
+    virtual const Tape& tape() const = 0;
+    /// What evaluates: "reference", "cpu (avx512, 2 threads)", "gpu (NVIDIA H100)".
+    virtual std::string name() const = 0;
+
+    /// outputs [points][n_outputs]
+    virtual Report forward(const Batch<double>& batch, std::span<double> outputs) const = 0;
+    virtual Report forward(const Batch<float>& batch, std::span<float> outputs) const = 0;
+
+    /// gradients [points][n_inputs]; the tape must have exactly one output (else Unsupported:
+    /// use vjp or jacobian).
+    virtual Report gradient(const Batch<double>& batch, std::span<double> gradients) const = 0;
+    virtual Report gradient(const Batch<float>& batch, std::span<float> gradients) const = 0;
+
+    /// jacobians [points][n_outputs][n_inputs]; automatic picks forward mode when the tape has
+    /// fewer inputs than outputs, reverse mode otherwise.
+    virtual Report jacobian(const Batch<double>& batch, std::span<double> jacobians,
+                            JacobianMode mode = JacobianMode::automatic) const = 0;
+    virtual Report jacobian(const Batch<float>& batch, std::span<float> jacobians,
+                            JacobianMode mode = JacobianMode::automatic) const = 0;
+
+    /// Jacobian-vector products: tangents [points][n_inputs] -> results [points][n_outputs]
+    virtual Report jvp(const Batch<double>& batch, std::span<const double> tangents,
+                       std::span<double> results) const = 0;
+    virtual Report jvp(const Batch<float>& batch, std::span<const float> tangents,
+                       std::span<float> results) const = 0;
+
+    /// Vector-Jacobian products: cotangents [points][n_outputs] -> results [points][n_inputs]
+    virtual Report vjp(const Batch<double>& batch, std::span<const double> cotangents,
+                       std::span<double> results) const = 0;
+    virtual Report vjp(const Batch<float>& batch, std::span<const float> cotangents,
+                       std::span<float> results) const = 0;
+
+    /// Hessian-vector products (forward over reverse): results [points][n_inputs] =
+    /// sum_k cotangents[k] * Hessian(output k) * directions.
+    virtual Report hvp(const Batch<double>& batch, std::span<const double> cotangents,
+                       std::span<const double> directions, std::span<double> results) const = 0;
+    virtual Report hvp(const Batch<float>& batch, std::span<const float> cotangents,
+                       std::span<const float> directions, std::span<float> results) const = 0;
+
+    // Returned buffers: the same operations, results allocated here.
+    template <class Real> Evaluation<Real> forward(const Batch<Real>& batch) const {
+        Evaluation<Real> e{std::vector<Real>(batch.points * tape().output_count()), {}};
+        e.report = forward(batch, std::span<Real>(e.values));
+        return e;
+    }
+    template <class Real> Evaluation<Real> gradient(const Batch<Real>& batch) const {
+        Evaluation<Real> e{std::vector<Real>(batch.points * tape().input_count()), {}};
+        e.report = gradient(batch, std::span<Real>(e.values));
+        return e;
+    }
+    template <class Real>
+    Evaluation<Real> jacobian(const Batch<Real>& batch, JacobianMode mode = JacobianMode::automatic) const {
+        Evaluation<Real> e{
+            std::vector<Real>(batch.points * std::size_t{tape().output_count()} * tape().input_count()), {}};
+        e.report = jacobian(batch, std::span<Real>(e.values), mode);
+        return e;
+    }
+    template <class Real>
+    Evaluation<Real> jvp(const Batch<Real>& batch, std::span<const Real> tangents) const {
+        Evaluation<Real> e{std::vector<Real>(batch.points * tape().output_count()), {}};
+        e.report = jvp(batch, tangents, std::span<Real>(e.values));
+        return e;
+    }
+    template <class Real>
+    Evaluation<Real> vjp(const Batch<Real>& batch, std::span<const Real> cotangents) const {
+        Evaluation<Real> e{std::vector<Real>(batch.points * tape().input_count()), {}};
+        e.report = vjp(batch, cotangents, std::span<Real>(e.values));
+        return e;
+    }
+    template <class Real>
+    Evaluation<Real> hvp(const Batch<Real>& batch, std::span<const Real> cotangents,
+                         std::span<const Real> directions) const {
+        Evaluation<Real> e{std::vector<Real>(batch.points * tape().input_count()), {}};
+        e.report = hvp(batch, cotangents, directions, std::span<Real>(e.values));
+        return e;
+    }
+};
+
+/// True when a Jacobian in `mode` is accumulated in forward (tangent) mode for `tape`.
+bool jacobian_uses_forward_mode(const Tape& tape, JacobianMode mode);
+
+// The shape checks every operation starts with (ShapeError naming the call, the buffer, the
+// expected and the given size; Unsupported for gradient on a tape without exactly 1 output).
+template <class Real>
+void check_forward(const Tape& tape, const Batch<Real>& batch, std::span<const Real> outputs);
+template <class Real>
+void check_gradient(const Tape& tape, const Batch<Real>& batch, std::span<const Real> gradients);
+template <class Real>
+void check_jacobian(const Tape& tape, const Batch<Real>& batch, std::span<const Real> jacobians);
+template <class Real>
+void check_jvp(const Tape& tape, const Batch<Real>& batch, std::span<const Real> tangents,
+               std::span<const Real> results);
+template <class Real>
+void check_vjp(const Tape& tape, const Batch<Real>& batch, std::span<const Real> cotangents,
+               std::span<const Real> results);
+template <class Real>
+void check_hvp(const Tape& tape, const Batch<Real>& batch, std::span<const Real> cotangents,
+               std::span<const Real> directions, std::span<const Real> results);
+
+/// Implements Evaluator's virtual functions by checking shapes and calling Self's templates
+/// forward_impl<Real>, gradient_impl, jacobian_impl, jvp_impl, vjp_impl and hvp_impl.
+template <class Self> class EvaluatorBase : public Evaluator {
+public:
+    using Evaluator::forward;
+    using Evaluator::gradient;
+    using Evaluator::hvp;
+    using Evaluator::jacobian;
+    using Evaluator::jvp;
+    using Evaluator::vjp;
+
+    Report forward(const Batch<double>& b, std::span<double> out) const final { return forward_t(b, out); }
+    Report forward(const Batch<float>& b, std::span<float> out) const final { return forward_t(b, out); }
+    Report gradient(const Batch<double>& b, std::span<double> out) const final { return gradient_t(b, out); }
+    Report gradient(const Batch<float>& b, std::span<float> out) const final { return gradient_t(b, out); }
+    Report jacobian(const Batch<double>& b, std::span<double> out,
+                    JacobianMode mode = JacobianMode::automatic) const final {
+        return jacobian_t(b, out, mode);
+    }
+    Report jacobian(const Batch<float>& b, std::span<float> out,
+                    JacobianMode mode = JacobianMode::automatic) const final {
+        return jacobian_t(b, out, mode);
+    }
+    Report jvp(const Batch<double>& b, std::span<const double> t, std::span<double> out) const final {
+        return jvp_t(b, t, out);
+    }
+    Report jvp(const Batch<float>& b, std::span<const float> t, std::span<float> out) const final {
+        return jvp_t(b, t, out);
+    }
+    Report vjp(const Batch<double>& b, std::span<const double> c, std::span<double> out) const final {
+        return vjp_t(b, c, out);
+    }
+    Report vjp(const Batch<float>& b, std::span<const float> c, std::span<float> out) const final {
+        return vjp_t(b, c, out);
+    }
+    Report hvp(const Batch<double>& b, std::span<const double> c, std::span<const double> d,
+               std::span<double> out) const final {
+        return hvp_t(b, c, d, out);
+    }
+    Report hvp(const Batch<float>& b, std::span<const float> c, std::span<const float> d,
+               std::span<float> out) const final {
+        return hvp_t(b, c, d, out);
+    }
+
+private:
+    const Self& self() const { return static_cast<const Self&>(*this); }
+
+    template <class Real> Report forward_t(const Batch<Real>& b, std::span<Real> out) const {
+        check_forward<Real>(tape(), b, out);
+        return self().template forward_impl<Real>(b, out);
+    }
+    template <class Real> Report gradient_t(const Batch<Real>& b, std::span<Real> out) const {
+        check_gradient<Real>(tape(), b, out);
+        return self().template gradient_impl<Real>(b, out);
+    }
+    template <class Real>
+    Report jacobian_t(const Batch<Real>& b, std::span<Real> out, JacobianMode mode) const {
+        check_jacobian<Real>(tape(), b, out);
+        return self().template jacobian_impl<Real>(b, out, mode);
+    }
+    template <class Real>
+    Report jvp_t(const Batch<Real>& b, std::span<const Real> t, std::span<Real> out) const {
+        check_jvp<Real>(tape(), b, t, out);
+        return self().template jvp_impl<Real>(b, t, out);
+    }
+    template <class Real>
+    Report vjp_t(const Batch<Real>& b, std::span<const Real> c, std::span<Real> out) const {
+        check_vjp<Real>(tape(), b, c, out);
+        return self().template vjp_impl<Real>(b, c, out);
+    }
+    template <class Real>
+    Report hvp_t(const Batch<Real>& b, std::span<const Real> c, std::span<const Real> d,
+                 std::span<Real> out) const {
+        check_hvp<Real>(tape(), b, c, d, out);
+        return self().template hvp_impl<Real>(b, c, d, out);
+    }
+};
+
+}  // namespace tapevm
