@@ -448,14 +448,28 @@ TEST_CASE("bad command lines: exit 2 and one error line naming the problem") {
     check_error(run_cli({"--version", "extra"}), {"unexpected argument 'extra'"});
 }
 
-TEST_CASE("backends cpu and gpu are refused, not replaced by the reference") {
+TEST_CASE("eval --backend cpu prints the reference VM's results for rosenbrock16 (exact: +, -, * only)") {
     const TempDir directory;
     const std::string tape = write_example(directory, "rosenbrock16");
-    const std::string inputs = directory.write("x.csv", to_csv(random_points(2, 16, 3), 16));
-    for (const std::string backend : {"cpu", "gpu"}) {
-        check_error(run_cli({"eval", tape, "--inputs", inputs, "--mode", "forward", "--backend", backend}),
-                    {"backend '" + backend + "'", "not available in this build"});
+    const std::string inputs = directory.write("x.csv", to_csv(random_points(37, 16, 4), 16));
+    for (const std::string mode : {"forward", "gradient", "jacobian"}) {
+        for (const std::string precision : {"f64", "f32"}) {
+            CAPTURE(mode);
+            CAPTURE(precision);
+            const CliResult reference =
+                run_cli({"eval", tape, "--inputs", inputs, "--mode", mode, "--precision", precision});
+            const CliResult cpu = run_cli({"eval", tape, "--inputs", inputs, "--mode", mode, "--precision",
+                                           precision, "--backend", "cpu", "--threads", "2"});
+            CHECK(reference.status == 0);
+            CHECK(cpu.status == 0);
+            CHECK(cpu.err.empty());
+            CHECK(!cpu.out.empty());
+            CHECK(cpu.out == reference.out);
+        }
     }
+    check_error(run_cli({"eval", tape, "--inputs", inputs, "--mode", "forward", "--backend", "cpu",
+                         "--threads", "many"}),
+                {"--threads", "'many'"});
 }
 
 TEST_CASE("bad files: missing, unreadable, corrupt tapes") {

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <string_view>
 
 #include "tapevm/evaluator.hpp"
@@ -14,13 +15,15 @@
 
 namespace tapevm::cli {
 
-enum class Backend { reference };
+enum class Backend { reference, cpu, gpu };
 enum class Precision { f64, f32 };
 
 /// Settings a backend may take from the command line.
 struct BackendOptions {
     /// CPU worker threads; 0 means all hardware threads.
     unsigned threads = 0;
+    /// GPU device (index or name substring); "" = TAPEVM_DEVICE, else the default device.
+    std::string device;
 };
 
 /// The backend named `name`; throws UsageError for an unknown name and for a backend this

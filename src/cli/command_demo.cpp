@@ -1,18 +1,25 @@
 // tapevm demo: record the bundle-adjustment residual, evaluate its values and its 2x15
-// Jacobian for a large batch with the reference VM, time both, and check the Jacobian against
-// finite differences of the native compiled function.
+// Jacobian for a large batch with the reference VM and the CPU VM, time both, and check each
+// VM's values against the native compiled function and its Jacobian against finite
+// differences of it.
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "demo_workload.hpp"
+#include "tapevm/cpu.hpp"
+#include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
+#include "tapevm/gpu.hpp"
 #include "tapevm/reference.hpp"
 
 namespace tapevm::cli {
@@ -23,16 +30,18 @@ constexpr std::string_view help = R"(usage: tapevm demo [--points N]
 Records ADBench's bundle-adjustment reprojection error (the ba-param example: 15 inputs,
 the observed feature as 2 parameters, 2 outputs), evaluates its values and its 2x15 Jacobian
 for N points near ADBench's test instance (each value perturbed by up to 3%, fixed seed)
-with the reference VM, and prints the time per point of each (fastest of 3 runs). Then checks the results: the
+with the reference VM (1 thread) and the CPU VM (SIMD, all threads or --threads N), and
+prints the time per point of each (fastest of 3 runs). Then checks each VM's results: the
 values against the native compiled function, the Jacobian against its central finite
 differences on up to 1000 of the points (errors relative to max(1, |value|)). Exits with
-status 1 when the check fails.
+status 1 when a check fails.
 
 options:
   --points N    batch size (default 100000)
+  --threads N   threads of the CPU VM (default 0: all hardware threads)
 )";
 
-constexpr OptionSpec options[] = {{"--points", true}, {"--help", false}};
+constexpr OptionSpec options[] = {{"--points", true}, {"--threads", true}, {"--help", false}};
 
 constexpr std::size_t default_points = 100'000;
 constexpr std::size_t most_points = 10'000'000;
@@ -119,47 +128,104 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     out << "points: " << points << " (ADBench's test observation, each value perturbed by up to "
         << std::lround(spread * 100) << "%, seed " << seed << ")\n";
 
-    const reference::Vm vm(tape);
+    cpu::Options cpu_options;
+    if (const auto threads = arguments.value("--threads")) {
+        cpu_options.threads = static_cast<unsigned>(parse_count("--threads", *threads, 0, 1024));
+    }
+    const reference::Vm reference_vm(tape);
+    const cpu::Vm cpu_vm(tape, cpu_options);
     const Batch<double> vm_batch{points, batch.inputs, batch.features};
-    std::vector<double> outputs(points * 2);
-    std::vector<double> jacobians(points * 2 * examples::ba_inputs);
     std::vector<double> native_outputs(points * 2);
-
-    Report forward_report;
-    Report jacobian_report;
-    const double forward_seconds =
-        fastest_of_runs([&] { forward_report = vm.forward(vm_batch, std::span<double>(outputs)); });
-    const double jacobian_seconds =
-        fastest_of_runs([&] { jacobian_report = vm.jacobian(vm_batch, std::span<double>(jacobians)); });
     const double native_seconds = fastest_of_runs([&] { native_forward(batch, native_outputs); });
 
-    out << "timings (wall clock, fastest of " << timed_runs << " runs, 1 thread):\n"
-        << timing_line("reference VM forward", forward_seconds, points) << '\n'
-        << timing_line("reference VM jacobian", jacobian_seconds, points) << '\n'
+    // Each VM: timings, then the checks of its results.
+    struct Outcome {
+        double forward_seconds = 0;
+        double jacobian_seconds = 0;
+        std::size_t diverged = 0;
+        double forward_error = 0;
+        double jacobian_error = 0;
+    };
+    const auto measure = [&](const Evaluator& vm) {
+        std::vector<double> outputs(points * 2);
+        std::vector<double> jacobians(points * 2 * examples::ba_inputs);
+        Report forward_report;
+        Report jacobian_report;
+        Outcome outcome;
+        outcome.forward_seconds =
+            fastest_of_runs([&] { forward_report = vm.forward(vm_batch, std::span<double>(outputs)); });
+        outcome.jacobian_seconds =
+            fastest_of_runs([&] { jacobian_report = vm.jacobian(vm_batch, std::span<double>(jacobians)); });
+        outcome.diverged = forward_report.diverged.size() + jacobian_report.diverged.size();
+        outcome.forward_error = max_forward_error(batch, outputs);
+        outcome.jacobian_error = max_jacobian_error(batch, jacobians, checked_points);
+        return outcome;
+    };
+    const Outcome reference_outcome = measure(reference_vm);
+    const Outcome cpu_outcome = measure(cpu_vm);
+    // The GPU VM, when a GPU with float64 exists. Lavapipe (Mesa's Vulkan driver on the CPU)
+    // is left out unless TAPEVM_DEVICE names it: it would time the CPU a second time, slowly.
+    std::unique_ptr<gpu::Vm> gpu_vm;
+    std::string gpu_note;
+    try {
+        gpu_vm = std::make_unique<gpu::Vm>(tape);
+        if (gpu_vm->device().type == "cpu" && std::getenv("TAPEVM_DEVICE") == nullptr) {
+            gpu_note = "the only Vulkan device, " + gpu_vm->device().name + ", runs on the CPU: not timed";
+            gpu_vm.reset();
+        } else if (!gpu_vm->device().float64) {
+            gpu_note = gpu_vm->device().name + " has no float64: not timed (the demo is in double)";
+            gpu_vm.reset();
+        }
+    } catch (const DeviceUnavailable& error) {
+        gpu_note = error.what();
+    }
+    const Outcome gpu_outcome = gpu_vm ? measure(*gpu_vm) : Outcome{};
+
+    out << "timings (wall clock, fastest of " << timed_runs << " runs; reference: 1 thread, " << cpu_vm.name()
+        << "):\n"
+        << timing_line("reference VM forward", reference_outcome.forward_seconds, points) << '\n'
+        << timing_line("reference VM jacobian", reference_outcome.jacobian_seconds, points) << '\n'
+        << timing_line("CPU VM forward", cpu_outcome.forward_seconds, points) << '\n'
+        << timing_line("CPU VM jacobian", cpu_outcome.jacobian_seconds, points) << '\n'
         << timing_line("native C++ forward", native_seconds, points) << '\n';
-    char ratios[160];
+    if (gpu_vm) {
+        out << timing_line("GPU VM forward", gpu_outcome.forward_seconds, points) << '\n'
+            << timing_line("GPU VM jacobian", gpu_outcome.jacobian_seconds, points) << "  (" << gpu_vm->name()
+            << ", host memory in and out)\n";
+    } else {
+        out << "  GPU VM: " << gpu_note << '\n';
+    }
+    char ratios[240];
     std::snprintf(ratios, sizeof ratios,
-                  "ratios: jacobian / forward %.2f, VM forward / native forward %.1f\n",
-                  jacobian_seconds / forward_seconds, forward_seconds / native_seconds);
+                  "ratios: CPU VM jacobian / forward %.2f, reference jacobian / CPU VM jacobian %.1f, "
+                  "CPU VM jacobian / native forward %.1f\n",
+                  cpu_outcome.jacobian_seconds / cpu_outcome.forward_seconds,
+                  reference_outcome.jacobian_seconds / cpu_outcome.jacobian_seconds,
+                  cpu_outcome.jacobian_seconds / native_seconds);
     out << ratios;
 
-    const std::size_t diverged = forward_report.diverged.size() + jacobian_report.diverged.size();
-    const double forward_error = max_forward_error(batch, outputs);
-    const double jacobian_error = max_jacobian_error(batch, jacobians, checked_points);
-    const bool guards_hold = diverged == 0;
-    const bool forward_ok = forward_error <= forward_tolerance;  // false for NaN
-    const bool jacobian_ok = jacobian_error <= jacobian_tolerance;
     const auto verdict = [](bool ok) { return ok ? "ok" : "FAILED"; };
-    out << "check:\n"
-        << "  guards: " << (guards_hold ? "all hold" : std::to_string(diverged) + " points diverged") << ' '
-        << verdict(guards_hold) << '\n'
-        << "  values vs native C++, all " << points << " points: max relative error "
-        << scientific(forward_error) << " (tolerance " << scientific(forward_tolerance) << ") "
-        << verdict(forward_ok) << '\n'
-        << "  jacobian vs central finite differences of native C++, " << std::min(points, checked_points)
-        << " points: max relative error " << scientific(jacobian_error) << " (tolerance "
-        << scientific(jacobian_tolerance) << ") " << verdict(jacobian_ok) << '\n';
-    const bool pass = guards_hold && forward_ok && jacobian_ok;
+    bool pass = true;
+    out << "check:\n";
+    std::vector<std::pair<const char*, Outcome>> outcomes = {{"reference VM", reference_outcome},
+                                                             {"CPU VM", cpu_outcome}};
+    if (gpu_vm) outcomes.emplace_back("GPU VM", gpu_outcome);
+    for (const auto& [name, outcome] : outcomes) {
+        const bool guards_hold = outcome.diverged == 0;
+        const bool forward_ok = outcome.forward_error <= forward_tolerance;  // false for NaN
+        const bool jacobian_ok = outcome.jacobian_error <= jacobian_tolerance;
+        out << "  " << name << " guards: "
+            << (guards_hold ? "all hold" : std::to_string(outcome.diverged) + " points diverged") << ' '
+            << verdict(guards_hold) << '\n'
+            << "  " << name << " values vs native C++, all " << points << " points: max relative error "
+            << scientific(outcome.forward_error) << " (tolerance " << scientific(forward_tolerance) << ") "
+            << verdict(forward_ok) << '\n'
+            << "  " << name << " jacobian vs central finite differences of native C++, "
+            << std::min(points, checked_points) << " points: max relative error "
+            << scientific(outcome.jacobian_error) << " (tolerance " << scientific(jacobian_tolerance) << ") "
+            << verdict(jacobian_ok) << '\n';
+        pass = pass && guards_hold && forward_ok && jacobian_ok;
+    }
     out << (pass ? "PASS" : "FAIL") << '\n';
     return pass ? 0 : 1;
 }

@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::string_view help = R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian
                    [--params P.csv] [--backend reference|cpu|gpu] [--precision f64|f32]
+                   [--threads N]
 
 Evaluates the tape in FILE at every point of X.csv (one point per line, the tape's inputs
 comma separated) and prints one result per line: the outputs (forward), the gradient of
@@ -25,12 +26,14 @@ options:
   --inputs X.csv     the points, one per line
   --mode MODE        forward, gradient (tapes with one output) or jacobian
   --params P.csv     the tape's parameters: one line per point, or one line for all points
-  --backend NAME     reference (default); cpu and gpu are not in this build
+  --backend NAME     reference (default), cpu (the SIMD CPU VM) or gpu
   --precision NAME   f64 (default) or f32
+  --threads N        threads of the cpu backend (default 0: all hardware threads)
 )";
 
 constexpr OptionSpec options[] = {{"--inputs", true},  {"--mode", true},      {"--params", true},
-                                  {"--backend", true}, {"--precision", true}, {"--help", false}};
+                                  {"--backend", true}, {"--precision", true}, {"--threads", true},
+                                  {"--help", false}};
 
 enum class Mode { forward, gradient, jacobian };
 
@@ -49,6 +52,7 @@ struct Request {
     Mode mode = Mode::forward;
     Backend backend = Backend::reference;
     Precision precision = Precision::f64;
+    BackendOptions backend_options;
 };
 
 std::size_t result_width(const Tape& tape, Mode mode) {
@@ -111,7 +115,7 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
 
     const std::size_t width = result_width(tape, request.mode);
     std::vector<Real> results(points * width);
-    const std::unique_ptr<Evaluator> vm = make_evaluator(request.backend, tape);
+    const std::unique_ptr<Evaluator> vm = make_evaluator(request.backend, tape, request.backend_options);
     Report report;
     switch (request.mode) {
         case Mode::forward: report = vm->forward(batch, std::span<Real>(results)); break;
@@ -140,6 +144,9 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     request.params_path = arguments.value("--params");
     request.backend = parse_backend(arguments.value("--backend").value_or("reference"));
     request.precision = parse_precision(arguments.value("--precision").value_or("f64"));
+    if (const auto threads = arguments.value("--threads")) {
+        request.backend_options.threads = static_cast<unsigned>(parse_count("--threads", *threads, 0, 1024));
+    }
 
     const Tape tape = read_tape_file(request.tape_path);
     if (request.mode == Mode::gradient && tape.output_count() != 1) {

@@ -24,5 +24,7 @@ Command example_command();
 Command inspect_command();
 Command eval_command();
 Command demo_command();
+Command devices_command();
+Command bench_command();
 
 }  // namespace tapevm::cli

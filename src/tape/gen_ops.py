@@ -7,8 +7,9 @@ writes each OUTPUT by its file name: op.hpp (public: enum class Op, names, ariti
 or op_formulas.hpp (internal: one Formula<Op> specialisation per op, templated on a
 math policy M and a value type T, plus `visit_op`, the one switch every VM dispatches with).
 
-Formulas are parsed with Python's ast module and emitted as C++; a later target (GLSL)
-walks the same trees. See op_table.py for the formula language.
+Formulas are parsed with Python's ast module and emitted as C++ by CppEmitter; gen_glsl.py
+walks the same trees with a subclass that only changes the spelling (the hooks below).
+See op_table.py for the formula language.
 """
 import ast
 import importlib.util
@@ -43,11 +44,33 @@ def literal(value):
 
 
 class CppEmitter:
-    """Emits one formula as a C++ expression over T with math policy M."""
+    """Emits one formula as a C++ expression over T with math policy M.
+
+    The tree walk (value, integer) is shared by every target; a target changes only the
+    spelling hooks: literal, constant, real_n, mask_not, mask_join, call."""
 
     def __init__(self, op, names):
         self.op = op
         self.names = names  # names usable as T values
+
+    # Spelling hooks.
+    def literal(self, value):
+        return literal(value)
+
+    def constant(self, name):
+        return f"T({CONSTANTS[name]})"
+
+    def real_n(self):
+        return "T(n)"
+
+    def mask_not(self, mask):
+        return f"M::mask_not({mask})"
+
+    def mask_join(self, is_and, left, right):
+        return f"{'M::mask_and' if is_and else 'M::mask_or'}({left}, {right})"
+
+    def call(self, name, arguments):
+        return f"M::{name}({', '.join(arguments)})"
 
     def emit(self, source):
         try:
@@ -74,26 +97,25 @@ class CppEmitter:
 
     def value(self, node):
         if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return literal(node.value)
+            return self.literal(node.value)
         if isinstance(node, ast.Name):
             if node.id in CONSTANTS:
-                return f"T({CONSTANTS[node.id]})"
+                return self.constant(node.id)
             if node.id == "n":
-                return "T(n)"
+                return self.real_n()
             if node.id in self.names:
                 return node.id
             self.fail(node, f"unknown name {node.id!r}")
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             return f"(-{self.value(node.operand)})"
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            return f"M::mask_not({self.value(node.operand)})"
+            return self.mask_not(self.value(node.operand))
         if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
             return f"({self.value(node.left)} {BINARY[type(node.op)]} {self.value(node.right)})"
         if isinstance(node, ast.BoolOp):
-            function = "M::mask_and" if isinstance(node.op, ast.And) else "M::mask_or"
             result = self.value(node.values[0])
             for other in node.values[1:]:
-                result = f"{function}({result}, {self.value(other)})"
+                result = self.mask_join(isinstance(node.op, ast.And), result, self.value(other))
             return result
         if isinstance(node, ast.Compare):
             if len(node.ops) != 1:
@@ -110,8 +132,8 @@ class CppEmitter:
             if len(node.args) != CALLS[name]:
                 self.fail(node, f"{name} takes {CALLS[name]} arguments")
             if name == "powi":
-                return f"M::powi({self.value(node.args[0])}, {self.integer(node.args[1])})"
-            return f"M::{name}({', '.join(self.value(arg) for arg in node.args)})"
+                return self.call(name, [self.value(node.args[0]), self.integer(node.args[1])])
+            return self.call(name, [self.value(arg) for arg in node.args])
         self.fail(node, "unsupported expression")
 
 

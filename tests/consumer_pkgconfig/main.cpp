@@ -5,6 +5,9 @@
 #include <span>
 #include <vector>
 
+#include <tapevm/cpu.hpp>
+#include <tapevm/error.hpp>
+#include <tapevm/gpu.hpp>
 #include <tapevm/tapevm.hpp>
 
 int main() {
@@ -31,6 +34,16 @@ int main() {
         check("value", values[point], std::sin(x) * y + x * x);
         check("df/dx", gradients[2 * point], std::cos(x) * y + 2.0 * x);
         check("df/dy", gradients[2 * point + 1], std::sin(x));
+    }
+    // The CPU VM from the installed library gives the same gradients.
+    std::vector<double> cpu_gradients(6);
+    tapevm::cpu::Vm(tape).gradient(batch, std::span<double>(cpu_gradients));
+    for (std::size_t k = 0; k < 6; ++k) check("cpu gradient", cpu_gradients[k], gradients[k]);
+    // The GPU VM links; without a device it says why instead of failing to start.
+    try {
+        std::printf("consumer (pkg-config): %zu Vulkan device(s)\n", tapevm::gpu::devices().size());
+    } catch (const tapevm::DeviceUnavailable& e) {
+        std::printf("consumer (pkg-config): no Vulkan device (%s)\n", e.what());
     }
     std::printf("consumer (pkg-config): %d instructions, %s\n", static_cast<int>(tape.instruction_count()),
                 wrong == 0 ? "values and gradients correct" : "WRONG");

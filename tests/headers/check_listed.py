@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Fails when a header in the public header folder is missing from tests/headers/meson.build.
+"""Fails when a header in a public header folder (src/tape/tapevm, src/vm_cpu/tapevm, ...) is
+missing from its list in tests/headers/meson.build.
 
 usage: check_listed.py HEADER_DIR LISTED...
 op.hpp is generated into the build folder, so it is listed without being in HEADER_DIR.

@@ -1,7 +1,9 @@
-// Dual numbers value + epsilon * tangent, for forward-over-reverse (hvp) in the reference VM.
-// Every function is derived from the op table's own formulas (Formula<Op>::value/partials
-// with ScalarMath), so the dual numbers know nothing of calculus the table does not.
-// Tangents follow the VM's accumulation rule: a zero factor absorbs an infinite partner.
+// Dual numbers value + epsilon * tangent, for forward-over-reverse (hvp): over scalars in the
+// reference VM (S = ScalarMath<T>) and over SIMD batches in the CPU VM (S = its SIMD policy,
+// T = a batch). Every function is derived from the op table's own formulas
+// (Formula<Op>::value/partials with S), so the dual numbers know nothing of calculus the
+// table does not. Tangents follow the VM's accumulation rule: a zero factor absorbs an
+// infinite partner.
 #pragma once
 
 #include <concepts>
@@ -12,7 +14,8 @@
 
 namespace tapevm::detail {
 
-template <class T> struct Dual {
+/// S is the math policy of the parts (ScalarMath<T> for plain scalars).
+template <class T, class S = ScalarMath<T>> struct Dual {
     T value{};
     T tangent{};
 
@@ -22,41 +25,47 @@ template <class T> struct Dual {
     template <std::integral I> explicit Dual(I v) : value(static_cast<T>(v)) {}
 };
 
-template <Op op, class T> Dual<T> dual_unary(Dual<T> a) {
-    using S = ScalarMath<T>;
+template <Op op, class T, class S> Dual<T, S> dual_unary(Dual<T, S> a) {
     const T r = Formula<op>::template value<S>(a.value);
     T d[1];
     Formula<op>::template partials<S>(a.value, r, d);
     return {r, contribution<S>(d[0], a.tangent)};
 }
 
-template <Op op, class T> Dual<T> dual_binary(Dual<T> a, Dual<T> b) {
-    using S = ScalarMath<T>;
+template <Op op, class T, class S> Dual<T, S> dual_binary(Dual<T, S> a, Dual<T, S> b) {
     const T r = Formula<op>::template value<S>(a.value, b.value);
     T d[2];
     Formula<op>::template partials<S>(a.value, b.value, r, d);
     return {r, contribution<S>(d[0], a.tangent) + contribution<S>(d[1], b.tangent)};
 }
 
-template <class T> Dual<T> operator+(Dual<T> a, Dual<T> b) { return dual_binary<Op::Add>(a, b); }
-template <class T> Dual<T> operator-(Dual<T> a, Dual<T> b) { return dual_binary<Op::Sub>(a, b); }
-template <class T> Dual<T> operator*(Dual<T> a, Dual<T> b) { return dual_binary<Op::Mul>(a, b); }
-template <class T> Dual<T> operator/(Dual<T> a, Dual<T> b) { return dual_binary<Op::Div>(a, b); }
-template <class T> Dual<T> operator-(Dual<T> a) { return dual_unary<Op::Neg>(a); }
-template <class T> Dual<T>& operator+=(Dual<T>& a, Dual<T> b) { return a = a + b; }
+template <class T, class S> Dual<T, S> operator+(Dual<T, S> a, Dual<T, S> b) {
+    return dual_binary<Op::Add>(a, b);
+}
+template <class T, class S> Dual<T, S> operator-(Dual<T, S> a, Dual<T, S> b) {
+    return dual_binary<Op::Sub>(a, b);
+}
+template <class T, class S> Dual<T, S> operator*(Dual<T, S> a, Dual<T, S> b) {
+    return dual_binary<Op::Mul>(a, b);
+}
+template <class T, class S> Dual<T, S> operator/(Dual<T, S> a, Dual<T, S> b) {
+    return dual_binary<Op::Div>(a, b);
+}
+template <class T, class S> Dual<T, S> operator-(Dual<T, S> a) { return dual_unary<Op::Neg>(a); }
+template <class T, class S> Dual<T, S>& operator+=(Dual<T, S>& a, Dual<T, S> b) { return a = a + b; }
 
-// Comparisons look at values only: they decide branches, they have no derivative.
-template <class T> bool operator<(Dual<T> a, Dual<T> b) { return a.value < b.value; }
-template <class T> bool operator<=(Dual<T> a, Dual<T> b) { return a.value <= b.value; }
-template <class T> bool operator>(Dual<T> a, Dual<T> b) { return a.value > b.value; }
-template <class T> bool operator>=(Dual<T> a, Dual<T> b) { return a.value >= b.value; }
-template <class T> bool operator==(Dual<T> a, Dual<T> b) { return a.value == b.value; }
-template <class T> bool operator!=(Dual<T> a, Dual<T> b) { return a.value != b.value; }
+// Comparisons look at values only: they decide branches, they have no derivative. They
+// give S's mask (bool for scalars, a lane mask for batches).
+template <class T, class S> auto operator<(Dual<T, S> a, Dual<T, S> b) { return a.value < b.value; }
+template <class T, class S> auto operator<=(Dual<T, S> a, Dual<T, S> b) { return a.value <= b.value; }
+template <class T, class S> auto operator>(Dual<T, S> a, Dual<T, S> b) { return a.value > b.value; }
+template <class T, class S> auto operator>=(Dual<T, S> a, Dual<T, S> b) { return a.value >= b.value; }
+template <class T, class S> auto operator==(Dual<T, S> a, Dual<T, S> b) { return a.value == b.value; }
+template <class T, class S> auto operator!=(Dual<T, S> a, Dual<T, S> b) { return a.value != b.value; }
 
-template <class T> struct DualMath {
-    using D = Dual<T>;
-    using S = ScalarMath<T>;
-    using Mask = bool;
+template <class T, class S = ScalarMath<T>> struct DualMath {
+    using D = Dual<T, S>;
+    using Mask = typename S::Mask;
 
     static D sqrt(D x) { return dual_unary<Op::Sqrt>(x); }
     static D cbrt(D x) { return dual_unary<Op::Cbrt>(x); }
@@ -104,15 +113,17 @@ template <class T> struct DualMath {
     }
     static Mask isnan(D x) { return S::isnan(x.value); }
     static Mask signbit(D x) { return S::signbit(x.value); }
-    static D select(Mask m, D x, D y) { return m ? x : y; }
-    static Mask mask_and(Mask x, Mask y) { return x && y; }
-    static Mask mask_or(Mask x, Mask y) { return x || y; }
-    static Mask mask_not(Mask x) { return !x; }
+    static D select(Mask m, D x, D y) {
+        return {S::select(m, x.value, y.value), S::select(m, x.tangent, y.tangent)};
+    }
+    static Mask mask_and(Mask x, Mask y) { return S::mask_and(x, y); }
+    static Mask mask_or(Mask x, Mask y) { return S::mask_or(x, y); }
+    static Mask mask_not(Mask x) { return S::mask_not(x); }
 
     /// A dual is zero only when both parts are: a zero value with a non-zero tangent still
     /// carries a second-order term.
-    static bool is_zero(D x) { return x.value == T(0) && x.tangent == T(0); }
-    static bool truth(D x) { return x.value != T(0); }
+    static Mask is_zero(D x) { return S::mask_and(S::is_zero(x.value), S::is_zero(x.tangent)); }
+    static Mask truth(D x) { return S::truth(x.value); }
 };
 
 }  // namespace tapevm::detail

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace tapevm::detail {
 
@@ -57,9 +58,13 @@ template <class T> struct ScalarMath {
 
 /// The accumulation rule every VM applies: partial * seed, exactly 0 when either factor is
 /// exactly 0 (a zero partial absorbs an infinite or NaN seed and vice versa), so forward
-/// and reverse mode agree.
+/// and reverse mode agree. Policies whose Mask is not bool (SIMD batches) decide per lane.
 template <class M, class T> T contribution(T partial, T seed) {
-    return (M::is_zero(partial) || M::is_zero(seed)) ? T(0) : partial * seed;
+    if constexpr (std::is_same_v<typename M::Mask, bool>) {
+        return (M::is_zero(partial) || M::is_zero(seed)) ? T(0) : partial * seed;
+    } else {
+        return M::select(M::mask_or(M::is_zero(partial), M::is_zero(seed)), T(0), partial * seed);
+    }
 }
 
 }  // namespace tapevm::detail

@@ -1,0 +1,85 @@
+// Backend "gpu": tapevm::gpu::Vm, device-resident. prepare() uploads the points once and
+// allocates the results on the device; run() is one evaluation whose results stay there (as
+// JAX's figures are measured); result() downloads. The GPU time of the last run, split into
+// compute and transfers, is Vm::last_timing(). make_gpu_end_to_end_runner() measures the
+// host-span path instead (uploads and downloads inside the clock).
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends.hpp"
+#include "evaluator_runner.hpp"
+#include "tapevm/error.hpp"
+#include "tapevm/gpu.hpp"
+
+namespace tapevm::bench {
+namespace {
+
+template <class Real> class GpuRunner final : public Runner {
+public:
+    GpuRunner(std::unique_ptr<gpu::Vm> vm, Mode mode) : vm_(std::move(vm)), mode_(mode) {}
+
+    void prepare(const Points& points) override {
+        points_ = points.count;
+        const std::vector<Real> inputs(points.inputs.begin(), points.inputs.end());
+        const std::vector<Real> params(points.params.begin(), points.params.end());
+        inputs_ = vm_->upload<Real>(inputs);
+        has_params_ = !params.empty();
+        if (has_params_) params_ = vm_->upload<Real>(params);
+        results_ = vm_->allocate<Real>(points_ * result_width(vm_->tape(), mode_));
+        downloaded_.clear();
+    }
+
+    void run() override {
+        const gpu::Buffer<Real>* params = has_params_ ? &params_ : nullptr;
+        switch (mode_) {
+            case Mode::forward: vm_->forward(points_, inputs_, params, results_); break;
+            case Mode::gradient: vm_->gradient(points_, inputs_, params, results_); break;
+            case Mode::jacobian: vm_->jacobian(points_, inputs_, params, results_); break;
+        }
+        downloaded_.clear();
+    }
+
+    std::vector<double> result(std::size_t point) const override {
+        if (downloaded_.empty()) {
+            downloaded_.resize(results_.size());
+            vm_->download(results_, std::span<Real>(downloaded_));
+        }
+        const std::size_t width = result_width(vm_->tape(), mode_);
+        const auto first = downloaded_.begin() + static_cast<std::ptrdiff_t>(point * width);
+        return std::vector<double>(first, first + static_cast<std::ptrdiff_t>(width));
+    }
+
+    Mode mode() const override { return mode_; }
+    std::string isa() const override { return sizeof(Real) == 8 ? "spirv f64" : "spirv f32"; }
+    std::string device() const override { return vm_->device().name; }
+    unsigned threads() const override { return 1; }
+
+private:
+    std::unique_ptr<gpu::Vm> vm_;
+    Mode mode_;
+    std::size_t points_ = 0;
+    gpu::Buffer<Real> inputs_, params_, results_;
+    bool has_params_ = false;
+    mutable std::vector<Real> downloaded_;
+};
+
+}  // namespace
+
+std::unique_ptr<Runner> make_gpu_runner(const Problem& problem) {
+    auto vm = std::make_unique<gpu::Vm>(problem.workload->tape);
+    if (problem.precision == Precision::f64) {
+        if (!vm->device().float64) throw Unsupported("gpu: the device has no shaderFloat64");
+        return std::make_unique<GpuRunner<double>>(std::move(vm), problem.mode);
+    }
+    return std::make_unique<GpuRunner<float>>(std::move(vm), problem.mode);
+}
+
+std::unique_ptr<Runner> make_gpu_end_to_end_runner(const Problem& problem) {
+    auto vm = std::make_unique<gpu::Vm>(problem.workload->tape);
+    const std::string device = vm->device().name;
+    return make_evaluator_runner(std::move(vm), problem, "spirv end-to-end (" + device + ")", 1);
+}
+
+}  // namespace tapevm::bench

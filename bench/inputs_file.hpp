@@ -1,0 +1,33 @@
+// The points of a workload in a binary file, for peers outside this process (jax_bench.py):
+// the same inputs every backend here sees, the constants they cannot rebuild (the MLP's
+// weights), and the reference VM's results at a sample of the points so the peer checks
+// itself exactly as every record here is checked.
+//
+// Layout (little-endian, no padding):
+//   char[8]   magic "TVBENCH1"
+//   char[16]  workload name, NUL-padded
+//   u32       mode (0 forward, 1 gradient, 2 jacobian)
+//   u32       n_inputs, n_params, n_outputs, instructions (of the recorded tape)
+//   u64       points
+//   u64       n_constants; f64[n_constants] (mlp: weights1, biases1, weights2, biases2,
+//             weights3, bias3; empty otherwise)
+//   f64       inputs [points][n_inputs], then params [points][n_params]
+//   u64       sample; u64[sample] point indices (spread over the first min(points, 65536),
+//             so every batch of 2^16 points or more contains them)
+//   u64       width (values per point's result in mode); f64 reference [sample][width]
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "config.hpp"
+#include "workloads.hpp"
+
+namespace tapevm::bench {
+
+/// Writes `points` points of `workload` and the reference VM's results in `mode` at 64
+/// sample points to `path`. Throws tapevm::Error when the file cannot be written or the
+/// workload has no such mode.
+void write_inputs_file(const std::string& path, const Workload& workload, Mode mode, std::size_t points);
+
+}  // namespace tapevm::bench

@@ -1,0 +1,28 @@
+// SplitMix64: a tiny generator with the same output on every platform (unlike the
+// distributions of <random>), so every backend, every run and the JAX script see the same
+// points. The same generator as src/cli/demo_workload.cpp.
+#pragma once
+
+#include <cstdint>
+
+namespace tapevm::bench {
+
+class SplitMix64 {
+public:
+    explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
+    std::uint64_t next() {
+        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        return z ^ (z >> 31);
+    }
+    /// Uniform in [0, 1).
+    double uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }
+    /// Uniform in [low, high).
+    double uniform(double low, double high) { return low + (high - low) * uniform(); }
+
+private:
+    std::uint64_t state_;
+};
+
+}  // namespace tapevm::bench

@@ -1,0 +1,113 @@
+#include "record.hpp"
+
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+namespace tapevm::bench {
+namespace {
+
+std::string fixed(double value, int digits) {
+    if (std::isnan(value)) return "-";
+    char text[64];
+    std::snprintf(text, sizeof text, "%.*f", digits, value);
+    return text;
+}
+
+// Three significant digits, at least one decimal below 100.
+std::string nanoseconds(double value) {
+    if (value >= 100) return fixed(value, 0);
+    if (value >= 10) return fixed(value, 1);
+    if (value >= 1) return fixed(value, 2);
+    return fixed(value, 3);
+}
+
+std::string scientific(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.1e", value);
+    return text;
+}
+
+std::string json_string(const std::string& text) {
+    std::string quoted = "\"";
+    for (const char c : text) {
+        switch (c) {
+            case '"': quoted += "\\\""; break;
+            case '\\': quoted += "\\\\"; break;
+            case '\n': quoted += "\\n"; break;
+            case '\t': quoted += "\\t"; break;
+            default:
+                if (static_cast<unsigned char>(c) < 0x20) {
+                    char escaped[8];
+                    std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+                    quoted += escaped;
+                } else {
+                    quoted += c;
+                }
+        }
+    }
+    return quoted + "\"";
+}
+
+// A finite number with full precision, or null.
+std::string json_number(double value) {
+    if (!std::isfinite(value)) return "null";
+    std::ostringstream text;
+    text << std::setprecision(17) << value;
+    return text.str();
+}
+
+}  // namespace
+
+void print_table(std::span<const Record> records, std::ostream& out) {
+    const std::vector<std::string> header = {"workload",      "mode",   "backend",  "precision",
+                                             "threads",       "points", "ns/point", "min",
+                                             "ns/instr/lane", "ratio",  "isa",      "max error"};
+    std::vector<std::vector<std::string>> rows{header};
+    for (const Record& r : records) {
+        rows.push_back({r.workload, r.mode, r.backend, r.precision, std::to_string(r.threads),
+                        std::to_string(r.points), nanoseconds(r.ns_per_point),
+                        nanoseconds(r.min_ns_per_point), fixed(r.ns_per_instruction_lane, 3),
+                        fixed(r.ratio_to_native_simd, 2), r.isa, scientific(r.max_error)});
+    }
+    std::vector<std::size_t> widths(header.size(), 0);
+    for (const auto& row : rows)
+        for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    for (const auto& row : rows) {
+        std::string line;
+        for (std::size_t c = 0; c < row.size(); ++c) {
+            // Text columns to the left, numbers to the right.
+            const bool text = c < 4 || c == 10;
+            const std::string pad(widths[c] - row[c].size(), ' ');
+            line += (c == 0 ? "" : "  ") + (text ? row[c] + pad : pad + row[c]);
+        }
+        while (!line.empty() && line.back() == ' ') line.pop_back();
+        out << line << '\n';
+    }
+}
+
+void write_json(std::span<const Record> records, std::ostream& out) {
+    out << "[";
+    for (std::size_t i = 0; i < records.size(); ++i) {
+        const Record& r = records[i];
+        out << (i == 0 ? "\n" : ",\n") << "  {\"workload\": " << json_string(r.workload)
+            << ", \"mode\": " << json_string(r.mode) << ", \"backend\": " << json_string(r.backend)
+            << ", \"precision\": " << json_string(r.precision) << ", \"threads\": " << r.threads
+            << ", \"points\": " << r.points << ", \"ns_per_point\": " << json_number(r.ns_per_point)
+            << ", \"median_ns_per_point\": " << json_number(r.ns_per_point)
+            << ", \"min_ns_per_point\": " << json_number(r.min_ns_per_point) << ", \"runs\": [";
+        for (std::size_t k = 0; k < r.runs_ns_per_point.size(); ++k)
+            out << (k == 0 ? "" : ", ") << json_number(r.runs_ns_per_point[k]);
+        out << "], \"instructions\": " << r.instructions
+            << ", \"ns_per_instruction_lane\": " << json_number(r.ns_per_instruction_lane)
+            << ", \"ratio_to_native_simd\": " << json_number(r.ratio_to_native_simd)
+            << ", \"isa\": " << json_string(r.isa) << ", \"device\": " << json_string(r.device)
+            << ", \"checked\": " << (r.checked ? "true" : "false")
+            << ", \"max_error\": " << json_number(r.max_error)
+            << ", \"tolerance\": " << json_number(r.tolerance) << ", \"checked_points\": " << r.checked_points
+            << ", \"setup_seconds\": " << json_number(r.setup_seconds) << "}";
+    }
+    out << (records.empty() ? "]\n" : "\n]\n");
+}
+
+}  // namespace tapevm::bench

@@ -1,0 +1,132 @@
+// tapevm bench: the benchmark driver of bench/ (bench/README.md) behind a command line.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "arguments.hpp"
+#include "backends.hpp"
+#include "bench.hpp"
+#include "commands.hpp"
+#include "inputs_file.hpp"
+#include "workloads.hpp"
+
+namespace tapevm::cli {
+namespace {
+
+constexpr std::string_view help =
+    R"(usage: tapevm bench [--workload W] [--mode M] [--backend B] [--precision P]
+                    [--threads N] [--points N] [--repeats R] [--json FILE]
+       tapevm bench --list
+       tapevm bench --workload W --points N [--mode M] --write-inputs FILE
+
+Times fixed workloads on every backend and compares them with a native compiled version
+of the same function measured in the same run. Each option takes a comma-separated list
+and every combination is measured. Before a combination is timed, its results on 64 of
+its points are checked against the reference VM (in double, at the same points): a failed
+check stops the run with exit status 1, and nothing unchecked is ever timed.
+
+Each record is a warm-up run, then R timed runs (steady clock) of which the median counts.
+The table gives ns per point, ns per instruction per lane (ns/point divided by the tape's
+instruction count) and the ratio to native-simd's primal with the same workload,
+precision, threads and points (always measured: it is the baseline).
+
+options:
+  --workload W    ba, rosenbrock16, trig16, mlp or all (default all)
+  --mode M        auto (ba: jacobian, the others: gradient), forward, gradient, jacobian
+                  or all (default auto); native backends always evaluate the primal
+  --backend B     native-simd, native-scalar, cpu, gpu, reference, adolc or all (default
+                  all: those in this build)
+  --precision P   f64, f32 or all (default f64)
+  --threads N     worker threads; 0 = all hardware threads (default 1)
+  --points N      batch size (default 65536)
+  --repeats R     timed runs per record (default 5)
+  --json FILE     also write the records as JSON
+  --list          the workloads and backends, and which backends this build has
+  --write-inputs FILE
+                  write one workload's N points (and the reference VM's results at 64 of
+                  them) for bench/jax_bench.py, instead of measuring (bench/README.md)
+)";
+
+constexpr OptionSpec options[] = {{"--workload", true},     {"--mode", true},    {"--backend", true},
+                                  {"--precision", true},    {"--threads", true}, {"--points", true},
+                                  {"--repeats", true},      {"--json", true},    {"--list", false},
+                                  {"--write-inputs", true}, {"--help", false}};
+
+void list(std::ostream& out) {
+    out << "workloads:\n";
+    for (const std::string_view name : bench::workload_names()) {
+        const bench::Workload& workload = bench::workload(name);
+        out << "  " << name << std::string(14 - name.size(), ' ') << workload.description << " ("
+            << workload.tape.instruction_count() << " instructions, "
+            << bench::mode_name(workload.default_mode) << ")\n";
+    }
+    out << "backends:\n";
+    for (const bench::BackendInfo& info : bench::backends()) {
+        out << "  " << info.name << std::string(14 - info.name.size(), ' ')
+            << (info.available() ? info.description : info.unavailable) << '\n';
+    }
+}
+
+int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+    const Arguments arguments = parse_arguments("bench", args, options);
+    if (arguments.answered_help(help, out)) return 0;
+    arguments.expect_positional(0, 0, "no arguments");
+    if (arguments.has("--list")) {
+        list(out);
+        return 0;
+    }
+    bench::ConfigText text;
+    const auto take = [&](std::string_view name, std::string_view& field) {
+        if (const auto value = arguments.value(name)) field = *value;
+    };
+    take("--workload", text.workload);
+    take("--mode", text.mode);
+    take("--backend", text.backend);
+    take("--precision", text.precision);
+    take("--threads", text.threads);
+    take("--points", text.points);
+    take("--repeats", text.repeats);
+    const bench::Config config = bench::parse_config(text);
+    if (const auto path = arguments.value("--write-inputs")) {
+        if (config.workloads.size() != 1 || config.points.size() != 1 || config.modes.size() > 1)
+            throw UsageError("--write-inputs needs one --workload, one --points and at most one --mode");
+        const bench::Workload& workload = bench::workload(config.workloads.front());
+        const bench::Mode mode = config.modes.empty() ? workload.default_mode : config.modes.front();
+        bench::write_inputs_file(std::string(*path), workload, mode, config.points.front());
+        out << "wrote " << config.points.front() << " points of " << workload.name << " ("
+            << bench::mode_name(mode) << ") to " << *path << '\n';
+        return 0;
+    }
+
+    // Open the JSON file first, so a bad path fails before minutes of measuring.
+    std::ofstream json;
+    const auto json_path = arguments.value("--json");
+    if (json_path) {
+        json.open(std::string(*json_path));
+        if (!json) throw Error("cannot write '" + std::string(*json_path) + "': " + std::strerror(errno));
+    }
+    std::vector<bench::Record> records;
+    try {
+        records = bench::run_bench(config, err);
+    } catch (const bench::CheckFailed& failed) {
+        err << "error: " << failed.what() << '\n';
+        return 1;
+    }
+    bench::print_table(records, out);
+    if (json_path) {
+        bench::write_json(records, json);
+        json.close();
+        if (!json) throw Error("cannot write '" + std::string(*json_path) + "'");
+    }
+    return 0;
+}
+
+}  // namespace
+
+Command bench_command() {
+    return {"bench", "time the workloads on every backend against native code, checked against the reference",
+            help, run};
+}
+
+}  // namespace tapevm::cli

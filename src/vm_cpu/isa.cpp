@@ -1,0 +1,89 @@
+#include "isa.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
+#include "tapevm/error.hpp"
+
+namespace tapevm::cpu {
+
+std::string_view isa_name(Isa isa) {
+    switch (isa) {
+        case Isa::automatic: return "automatic";
+        case Isa::sse2: return "sse2";
+        case Isa::avx2: return "avx2";
+        case Isa::avx512: return "avx512";
+    }
+    return "unknown";
+}
+
+// __builtin_cpu_supports also checks that the OS saves the registers (XCR0), which xsimd
+// 8.1's available_architectures() does not.
+std::vector<Isa> supported_isas() {
+    std::vector<Isa> isas{Isa::sse2};
+    const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    if (avx2) isas.push_back(Isa::avx2);
+    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+        isas.push_back(Isa::avx512);
+    }
+    return isas;
+}
+
+namespace detail {
+namespace {
+
+std::string supported_list() {
+    std::string text;
+    for (const Isa isa : supported_isas()) text += (text.empty() ? "" : ", ") + std::string(isa_name(isa));
+    return text;
+}
+
+}  // namespace
+
+Isa resolve_isa(Isa requested) {
+    const std::vector<Isa> supported = supported_isas();
+    std::string source = "Options::isa";
+    if (requested == Isa::automatic) {
+        const char* variable = std::getenv("TAPEVM_CPU_ISA");
+        if (variable == nullptr || *variable == '\0') return supported.back();
+        const std::string name(variable);
+        source = "TAPEVM_CPU_ISA";
+        if (name == "sse2") {
+            requested = Isa::sse2;
+        } else if (name == "avx2") {
+            requested = Isa::avx2;
+        } else if (name == "avx512") {
+            requested = Isa::avx512;
+        } else {
+            throw Unsupported("cpu: TAPEVM_CPU_ISA='" + name +
+                              "' names no instruction set (known: sse2, avx2, avx512; supported here: " +
+                              supported_list() + ")");
+        }
+    }
+    if (std::find(supported.begin(), supported.end(), requested) == supported.end()) {
+        throw Unsupported("cpu: instruction set " + std::string(isa_name(requested)) + " (from " + source +
+                          ") is not supported on this machine (supported: " + supported_list() + ")");
+    }
+    return requested;
+}
+
+std::size_t l2_cache_bytes() {
+    const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    if (bytes > 0) return static_cast<std::size_t>(bytes);
+    std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index2/size");
+    std::size_t size = 0;
+    char unit = 0;
+    if (file >> size >> unit && size > 0) {
+        if (unit == 'K') return size * 1024;
+        if (unit == 'M') return size * 1024 * 1024;
+    }
+    return std::size_t{512} * 1024;
+}
+
+}  // namespace detail
+}  // namespace tapevm::cpu

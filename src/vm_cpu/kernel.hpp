@@ -1,0 +1,415 @@
+// The block interpreter, written once over an instruction set (xsimd Arch) and a precision
+// (Real), and instantiated per instruction set by kernel_<isa>.cpp, each compiled with that
+// set's flags. Include it from those files only.
+//
+// A block is `lanes` consecutive points (a multiple of the SIMD width; the last block of a
+// batch is padded with zero inputs whose results are never written out). Every buffer is
+// [slot][lanes] (values) or [slot][row][lanes] (adjoint rows, tangent directions), so each
+// instruction is one loop over the block's vectors: the op dispatch (visit_op) is paid once
+// per instruction per block. The per-op arithmetic is the op table's Formula<Op> with the
+// SIMD policy (simd_math.hpp), or with dual numbers over it for hvp.
+//
+// Code here is compiled with the instruction set's flags, so it calls no out-of-line
+// function shared with other translation units (a linker may keep any one copy of an inline
+// function): anything that allocates or grows a container (guards, reports) is in vm.cpp.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "detail/dual.hpp"
+#include "detail/op_formulas.hpp"
+#include "request.hpp"
+#include "simd_math.hpp"
+
+namespace tapevm::cpu::detail {
+
+template <class Arch, class Real> struct Kernel {
+    using M = SimdMath<Arch, Real>;
+    using V = typename M::T;
+    using D = tapevm::detail::Dual<V, M>;
+    using DM = tapevm::detail::DualMath<V, M>;
+    static constexpr std::size_t width = M::width;
+
+    // Storage views: at(slot[, row]) gives a Pointer to the slot's lanes, load/store take a
+    // Pointer and a lane offset (a multiple of width). Loops take their pointers first, so
+    // the compiler keeps them in registers.
+    struct Values {
+        using Pointer = Real*;
+        Real* data;
+        std::size_t lanes;
+        Real* at(std::uint32_t slot) const { return data + std::size_t{slot} * lanes; }
+        static V load(Real* p, std::size_t l) { return V::load_aligned(p + l); }
+        static void store(Real* p, std::size_t l, V v) { v.store_aligned(p + l); }
+    };
+    struct DualPointer {
+        Real* value;
+        Real* tangent;
+    };
+    struct DualValues {
+        using Pointer = DualPointer;
+        Values value;
+        Values tangent;
+        DualPointer at(std::uint32_t slot) const { return {value.at(slot), tangent.at(slot)}; }
+        static D load(DualPointer p, std::size_t l) {
+            return D(V::load_aligned(p.value + l), V::load_aligned(p.tangent + l));
+        }
+        static void store(DualPointer p, std::size_t l, const D& d) {
+            d.value.store_aligned(p.value + l);
+            d.tangent.store_aligned(p.tangent + l);
+        }
+    };
+    /// [slot][row][lanes]
+    struct Rows {
+        using Pointer = Real*;
+        Real* data;
+        std::size_t rows;
+        std::size_t lanes;
+        Real* at(std::uint32_t slot, std::size_t row) const { return data + (slot * rows + row) * lanes; }
+        static V load(Real* p, std::size_t l) { return V::load_aligned(p + l); }
+        static void store(Real* p, std::size_t l, V v) { v.store_aligned(p + l); }
+    };
+    /// Dual adjoints, one row.
+    struct DualRows {
+        using Pointer = DualPointer;
+        DualValues values;
+        DualPointer at(std::uint32_t slot, std::size_t) const { return values.at(slot); }
+        static D load(DualPointer p, std::size_t l) { return DualValues::load(p, l); }
+        static void store(DualPointer p, std::size_t l, const D& d) { DualValues::store(p, l, d); }
+    };
+
+    /// The operand pointers of `ins` (slot operands only; Powi's immediate is not one).
+    template <class Store, std::uint32_t arity>
+    static void operand_pointers(const Store& store, const Instruction& ins,
+                                 typename Store::Pointer (&pointers)[arity == 0 ? 1 : arity]) {
+        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        for (std::uint32_t k = 0; k < arity; ++k) pointers[k] = store.at(operands[k]);
+    }
+
+    /// Formula<op>::partials at lane offset l into d; x holds the operand pointers, r the result's.
+    template <Op op, class MM, class X, class Store, class Pointer>
+    static void partials_at(const Instruction& ins, const Pointer* x, Pointer r, std::size_t l,
+                            X (&d)[tapevm::detail::Formula<op>::arity]) {
+        using F = tapevm::detail::Formula<op>;
+        const X result = Store::load(r, l);
+        if constexpr (F::immediate) {
+            F::template partials<MM>(Store::load(x[0], l), powi_exponent(ins), result, d);
+        } else if constexpr (F::arity == 1) {
+            F::template partials<MM>(Store::load(x[0], l), result, d);
+        } else if constexpr (F::arity == 2) {
+            F::template partials<MM>(Store::load(x[0], l), Store::load(x[1], l), result, d);
+        } else {
+            F::template partials<MM>(Store::load(x[0], l), Store::load(x[1], l), Store::load(x[2], l), result,
+                                     d);
+        }
+    }
+
+    /// The value sweep over every non-leaf slot (inputs, params and constants are in place).
+    template <class MM, class X, class Store>
+    static void evaluate(const Tape& tape, const Plan& plan, const Store& values, std::size_t lanes) {
+        const auto instructions = tape.instructions();
+        for (const std::uint32_t slot : plan.compute_slots) {
+            const Instruction ins = instructions[slot];
+            tapevm::detail::visit_op(ins.op, [&](auto tag) {
+                constexpr Op op = decltype(tag)::value;
+                if constexpr (!has_flag(op, op_flag::leaf)) {
+                    using F = tapevm::detail::Formula<op>;
+                    typename Store::Pointer x[F::arity];
+                    operand_pointers<Store, F::arity>(values, ins, x);
+                    const typename Store::Pointer out = values.at(slot);
+                    for (std::size_t l = 0; l < lanes; l += width) {
+                        if constexpr (F::immediate) {
+                            Store::store(out, l,
+                                         F::template value<MM>(Store::load(x[0], l), powi_exponent(ins)));
+                        } else if constexpr (F::arity == 1) {
+                            Store::store(out, l, F::template value<MM>(Store::load(x[0], l)));
+                        } else if constexpr (F::arity == 2) {
+                            Store::store(out, l,
+                                         F::template value<MM>(Store::load(x[0], l), Store::load(x[1], l)));
+                        } else {
+                            Store::store(out, l,
+                                         F::template value<MM>(Store::load(x[0], l), Store::load(x[1], l),
+                                                               Store::load(x[2], l)));
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    /// Forward mode over `tangents.rows` directions; input rows hold the seeds.
+    static void tangent_sweep(const Tape& tape, const Plan& plan, const Values& values,
+                              const Rows& tangents) {
+        const auto instructions = tape.instructions();
+        const std::size_t lanes = values.lanes;
+        const std::size_t rows = tangents.rows;
+        for (const Step& step : plan.tangent_steps) {
+            const Instruction ins = instructions[step.slot];
+            tapevm::detail::visit_op(ins.op, [&](auto tag) {
+                constexpr Op op = decltype(tag)::value;
+                if constexpr (!has_flag(op, op_flag::leaf)) {
+                    using F = tapevm::detail::Formula<op>;
+                    if constexpr (F::has_partials) {
+                        Real* x[F::arity];
+                        operand_pointers<Values, F::arity>(values, ins, x);
+                        Real* t[F::arity];
+                        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+                        for (std::uint32_t k = 0; k < F::arity; ++k) t[k] = tangents.at(operands[k], 0);
+                        Real* const r = values.at(step.slot);
+                        Real* const out = tangents.at(step.slot, 0);
+                        const unsigned active = step.active;
+                        for (std::size_t l = 0; l < lanes; l += width) {
+                            V d[F::arity];
+                            partials_at<op, M, V, Values>(ins, x, r, l, d);
+                            for (std::size_t row = 0; row < rows; ++row) {
+                                const std::size_t offset = row * lanes + l;
+                                V sum(Real(0));
+                                bool first = true;
+                                for (std::uint32_t k = 0; k < F::arity; ++k) {
+                                    if (!(active & (1u << k))) continue;
+                                    const V c =
+                                        tapevm::detail::contribution<M>(d[k], V::load_aligned(t[k] + offset));
+                                    sum = first ? c : sum + c;
+                                    first = false;
+                                }
+                                sum.store_aligned(out + offset);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    /// Reverse mode over `rows` adjoint rows; output seeds are in place.
+    template <class MM, class X, class Store, class Adjoints>
+    static void reverse_sweep(const Tape& tape, const Plan& plan, const Store& values,
+                              const Adjoints& adjoints, std::size_t rows, std::size_t lanes) {
+        const auto instructions = tape.instructions();
+        using AP = typename Adjoints::Pointer;
+        for (const Step& step : plan.reverse_steps) {
+            const Instruction ins = instructions[step.slot];
+            tapevm::detail::visit_op(ins.op, [&](auto tag) {
+                constexpr Op op = decltype(tag)::value;
+                if constexpr (!has_flag(op, op_flag::leaf)) {
+                    using F = tapevm::detail::Formula<op>;
+                    if constexpr (F::has_partials) {
+                        typename Store::Pointer x[F::arity];
+                        operand_pointers<Store, F::arity>(values, ins, x);
+                        const typename Store::Pointer r = values.at(step.slot);
+                        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+                        const unsigned active = step.active;
+                        const unsigned first = step.first;
+                        AP a[F::arity];
+                        for (std::uint32_t k = 0; k < F::arity; ++k) a[k] = adjoints.at(operands[k], 0);
+                        const AP seeds = adjoints.at(step.slot, 0);
+                        // Partials once per vector, applied to every row (row r of a slot is
+                        // r * lanes further on).
+                        for (std::size_t l = 0; l < lanes; l += width) {
+                            X d[F::arity];
+                            partials_at<op, MM, X, Store>(ins, x, r, l, d);
+                            for (std::size_t row = 0; row < rows; ++row) {
+                                const std::size_t index = row * lanes + l;
+                                const X seed = Adjoints::load(seeds, index);
+                                for (std::uint32_t k = 0; k < F::arity; ++k) {
+                                    if (!(active & (1u << k))) continue;
+                                    const X c = tapevm::detail::contribution<MM>(d[k], seed);
+                                    if (first & (1u << k)) {
+                                        Adjoints::store(a[k], index, c);
+                                    } else {
+                                        Adjoints::store(a[k], index, Adjoints::load(a[k], index) + c);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    /// dst column c (at dst + c * stride) lane l = src[(first + l) * columns + c], zero in the
+    /// padding lanes. Reads the caller's rows in order (streaming from memory); the writes
+    /// stay within the block.
+    static void gather(Real* dst, std::size_t stride, const Real* src, std::size_t columns, std::size_t first,
+                       std::size_t count, std::size_t lanes) {
+        const Real* rows = src + first * columns;
+        const std::size_t whole = count - count % width;
+        for (std::size_t l0 = 0; l0 < whole; l0 += width) {
+            // A tile of `width` rows: one aligned vector store per column.
+            const Real* tile = rows + l0 * columns;
+            for (std::size_t c = 0; c < columns; ++c) {
+                alignas(Arch::alignment()) Real lanes_of_column[width];
+                for (std::size_t l = 0; l < width; ++l) lanes_of_column[l] = tile[l * columns + c];
+                V::load_aligned(lanes_of_column).store_aligned(dst + c * stride + l0);
+            }
+        }
+        for (std::size_t l = whole; l < count; ++l) {
+            for (std::size_t c = 0; c < columns; ++c) dst[c * stride + l] = rows[l * columns + c];
+        }
+        for (std::size_t c = 0; c < columns; ++c) {
+            for (std::size_t l = count; l < lanes; ++l) dst[c * stride + l] = Real(0);
+        }
+    }
+
+    /// results[(first + l) * columns + c] = column(c)[l] (0 where column(c) is null), written
+    /// row by row.
+    template <class Column>
+    static void scatter(Real* results, std::size_t columns, std::size_t first, std::size_t count,
+                        Column column) {
+        constexpr std::size_t chunk = 64;
+        const Real* sources[chunk];
+        for (std::size_t c0 = 0; c0 < columns; c0 += chunk) {
+            const std::size_t c1 = std::min(columns, c0 + chunk);
+            for (std::size_t c = c0; c < c1; ++c) sources[c - c0] = column(c);
+            Real* row = results + first * columns;
+            for (std::size_t l = 0; l < count; ++l, row += columns) {
+                for (std::size_t c = c0; c < c1; ++c) {
+                    const Real* src = sources[c - c0];
+                    row[c] = src == nullptr ? Real(0) : src[l];
+                }
+            }
+        }
+    }
+
+    static void fill(Real* dst, std::size_t lanes, Real value) {
+        for (std::size_t l = 0; l < lanes; l += width) V(value).store_aligned(dst + l);
+    }
+
+    static void run_block(const Tape& tape, const Plan& plan, const Request<Real>& request,
+                          BlockState<Real>& state, std::size_t first, std::size_t count) {
+        const std::size_t lanes = state.lanes;
+        const std::size_t n = plan.inputs;
+        const std::size_t m = plan.outputs;
+        const std::size_t p = plan.params;
+        const std::size_t slots = plan.slots;
+        const Batch<Real>& batch = *request.batch;
+        const bool hvp = request.mode == Mode::hvp;
+        const Values values{state.scratch, lanes};
+        Real* after_values = state.scratch + slots * lanes;
+        const Values dual_tangents{after_values, lanes};  // hvp only
+
+        if (!state.prefilled) {
+            for (std::size_t i = 0; i < plan.const_slots.size(); ++i) {
+                fill(values.at(plan.const_slots[i]), lanes, static_cast<Real>(plan.const_values[i]));
+                if (hvp) fill(dual_tangents.at(plan.const_slots[i]), lanes, Real(0));
+            }
+            for (std::size_t j = 0; j < p; ++j) {
+                if (!request.params_per_point)
+                    fill(values.at(static_cast<std::uint32_t>(n + j)), lanes, batch.params[j]);
+                if (hvp) fill(dual_tangents.at(static_cast<std::uint32_t>(n + j)), lanes, Real(0));
+            }
+            if (request.mode == Mode::tangent && request.seeds == nullptr) {
+                const Rows tangents{after_values, request.rows, lanes};
+                for (std::uint32_t i = 0; i < n; ++i) {
+                    for (std::size_t j = 0; j < request.rows; ++j)
+                        fill(tangents.at(i, j), lanes, Real(i == j ? 1 : 0));
+                }
+            }
+            state.prefilled = true;
+        }
+        gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes);
+        if (request.params_per_point)
+            gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count,
+                   lanes);
+
+        if (hvp) {
+            run_hvp(tape, plan, request, state, first, count);
+            return;
+        }
+        evaluate<M, V>(tape, plan, values, lanes);
+
+        switch (request.mode) {
+            case Mode::forward: {
+                scatter(request.results, m, first, count,
+                        [&](std::size_t k) { return values.at(tape.outputs()[k]); });
+                break;
+            }
+            case Mode::tangent: {
+                const Rows tangents{after_values, request.rows, lanes};
+                if (request.seeds != nullptr)
+                    gather(tangents.at(0, 0), lanes, request.seeds, n, first, count, lanes);
+                tangent_sweep(tape, plan, values, tangents);
+                const std::size_t rows = request.rows;
+                scatter(request.results, m * rows, first, count, [&](std::size_t column) -> const Real* {
+                    const std::uint32_t slot = tape.outputs()[column / rows];
+                    return plan.active[slot] ? tangents.at(slot, column % rows) : nullptr;
+                });
+                break;
+            }
+            case Mode::reverse: {
+                const std::size_t rows = request.rows;
+                const Rows adjoints{after_values, rows, lanes};
+                seed_outputs(tape, plan, request, adjoints, first, count);
+                reverse_sweep<M, V>(tape, plan, values, adjoints, rows, lanes);
+                scatter(request.results, rows * n, first, count, [&](std::size_t column) -> const Real* {
+                    const std::uint32_t input = static_cast<std::uint32_t>(column % n);
+                    return plan.input_reached[input] ? adjoints.at(input, column / n) : nullptr;
+                });
+                break;
+            }
+            case Mode::hvp: break;
+        }
+    }
+
+    /// Output seeds of the reverse sweep: unit rows, or the caller's cotangents (one row).
+    static void seed_outputs(const Tape& tape, const Plan& plan, const Request<Real>& request,
+                             const Rows& adjoints, std::size_t first, std::size_t count) {
+        const std::size_t m = plan.outputs;
+        const std::size_t lanes = adjoints.lanes;
+        for (std::size_t k = 0; k < m; ++k) {
+            const std::uint32_t slot = tape.outputs()[k];
+            for (std::size_t row = 0; row < adjoints.rows; ++row) {
+                Real* adjoint = adjoints.at(slot, row);
+                if (request.seeds == nullptr) {
+                    const V seed(Real(adjoints.rows == 1 || row == k ? 1 : 0));
+                    for (std::size_t l = 0; l < lanes; l += width) {
+                        (plan.seed_first[k] ? seed : V::load_aligned(adjoint + l) + seed)
+                            .store_aligned(adjoint + l);
+                    }
+                } else {
+                    const Real* cotangents = request.seeds + first * m + k;
+                    for (std::size_t l = 0; l < lanes; ++l) {
+                        const Real seed = l < count ? cotangents[l * m] : Real(0);
+                        adjoint[l] = (plan.seed_first[k] ? Real(0) : adjoint[l]) + seed;
+                    }
+                }
+            }
+        }
+    }
+
+    static void run_hvp(const Tape& tape, const Plan& plan, const Request<Real>& request,
+                        BlockState<Real>& state, std::size_t first, std::size_t count) {
+        const std::size_t lanes = state.lanes;
+        const std::size_t slots = plan.slots;
+        const std::size_t n = plan.inputs;
+        const std::size_t m = plan.outputs;
+        Real* base = state.scratch;
+        const DualValues values{{base, lanes}, {base + slots * lanes, lanes}};
+        const DualRows adjoints{{{base + 2 * slots * lanes, lanes}, {base + 3 * slots * lanes, lanes}}};
+        gather(values.tangent.at(0), lanes, request.directions, n, first, count, lanes);
+        evaluate<DM, D>(tape, plan, values, lanes);
+        for (std::size_t k = 0; k < m; ++k) {
+            const std::uint32_t slot = tape.outputs()[k];
+            Real* value = adjoints.values.value.at(slot);
+            Real* tangent = adjoints.values.tangent.at(slot);
+            const Real* cotangents = request.seeds + first * m + k;
+            for (std::size_t l = 0; l < lanes; ++l) {
+                const Real seed = l < count ? cotangents[l * m] : Real(0);
+                value[l] = (plan.seed_first[k] ? Real(0) : value[l]) + seed;
+                if (plan.seed_first[k]) tangent[l] = Real(0);
+            }
+        }
+        reverse_sweep<DM, D>(tape, plan, values, adjoints, 1, lanes);
+        scatter(request.results, n, first, count, [&](std::size_t i) -> const Real* {
+            return plan.input_reached[i] ? adjoints.values.tangent.at(static_cast<std::uint32_t>(i))
+                                         : nullptr;
+        });
+    }
+
+    static KernelSet<Real> kernels() { return {width, &run_block}; }
+};
+
+}  // namespace tapevm::cpu::detail

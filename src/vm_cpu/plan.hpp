@@ -1,0 +1,52 @@
+// What the CPU VM's kernels need to know about a tape beyond its instructions, worked out
+// once when the Vm is built (plan.cpp) so the sweeps over a block do no analysis:
+//   - which slots are active (depend on an input through ops with non-zero partials): only
+//     they carry tangents and adjoints; every other operand's contribution is exactly 0;
+//   - the tangent steps (forward mode) and the reverse steps (reverse mode, in reverse
+//     order) restricted to active slots, each with the mask of its active operands;
+//   - for the reverse sweep, which adjoint writes are the first to their slot (stored, so
+//     the adjoint buffer needs no clearing) and which slots' adjoints are ever written.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tapevm/tape.hpp"
+
+namespace tapevm::cpu::detail {
+
+/// One instruction of a derivative sweep: `slot` (its instruction is tape.instructions()[slot]),
+/// bit k of `active` set when operand k carries a derivative, bit k of `first` set when the
+/// reverse sweep writes operand k's adjoint for the first time (store instead of add).
+struct Step {
+    std::uint32_t slot = 0;
+    std::uint8_t active = 0;
+    std::uint8_t first = 0;
+};
+
+struct Plan {
+    explicit Plan(const Tape& tape);
+
+    std::uint32_t inputs = 0;
+    std::uint32_t params = 0;
+    std::uint32_t outputs = 0;
+    std::uint32_t slots = 0;
+    /// Slots of Const instructions and their values.
+    std::vector<std::uint32_t> const_slots;
+    std::vector<double> const_values;
+    /// Non-leaf slots in tape order (the value sweep).
+    std::vector<std::uint32_t> compute_slots;
+    /// 1 where the slot depends on an input through non-zero partials.
+    std::vector<std::uint8_t> active;
+    /// Active non-leaf slots in tape order (forward mode).
+    std::vector<Step> tangent_steps;
+    /// Active non-leaf slots whose adjoint is ever written, last slot first (reverse mode).
+    std::vector<Step> reverse_steps;
+    /// Per output: 1 when seeding it is the first write to its slot's adjoint.
+    std::vector<std::uint8_t> seed_first;
+    /// Per input: 1 when its adjoint is ever written (else the reverse result is 0).
+    std::vector<std::uint8_t> input_reached;
+};
+
+}  // namespace tapevm::cpu::detail

@@ -1,0 +1,62 @@
+// One evaluation as the kernels see it: what to compute for which points, where the seeds
+// come from and where the results go. Built by vm.cpp from an Evaluator call whose shapes
+// EvaluatorBase has already checked, so the kernels index the spans without checks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "plan.hpp"
+#include "tapevm/batch.hpp"
+
+namespace tapevm::cpu::detail {
+
+enum class Mode : std::uint8_t {
+    forward,  // values -> results [points][m]
+    reverse,  // adjoints with `rows` seeds -> results [points][rows][n]
+    tangent,  // tangents in `rows` directions -> results [points][m][rows]
+    hvp,      // dual values and adjoints -> results [points][n]
+};
+
+template <class Real> struct Request {
+    Mode mode = Mode::forward;
+    const Batch<Real>* batch = nullptr;
+    /// Adjoint rows (reverse: 1 or m) or tangent directions (tangent: 1 or n); 1 otherwise.
+    std::size_t rows = 1;
+    /// reverse: cotangents [points][m] (rows == 1), or null for unit seeds (row r seeds
+    /// output r with 1). tangent: directions [points][n] (rows == 1), or null for unit
+    /// directions (direction j is input j). hvp: cotangents [points][m].
+    const Real* seeds = nullptr;
+    /// hvp: directions [points][n].
+    const Real* directions = nullptr;
+    Real* results = nullptr;
+    /// True when params hold one set per point.
+    bool params_per_point = false;
+};
+
+/// A participant's state across the blocks it evaluates in one call.
+template <class Real> struct BlockState {
+    Real* scratch = nullptr;  // aligned to 64 bytes, scratch_reals() values
+    std::size_t lanes = 0;    // lanes per block (a multiple of the SIMD width)
+    bool prefilled = false;   // Const (and shared Param) slots hold their values already
+};
+
+/// Reals of scratch one block of `lanes` lanes needs for `mode` with `rows` rows.
+inline std::size_t scratch_reals(const Plan& plan, Mode mode, std::size_t rows, std::size_t lanes) {
+    const std::size_t per_slot = mode == Mode::forward ? 1 : mode == Mode::hvp ? 4 : 1 + rows;
+    return std::size_t{plan.slots} * per_slot * lanes;
+}
+
+/// The kernels of one instruction set for one precision.
+template <class Real> struct KernelSet {
+    std::size_t width = 0;  // lanes per SIMD vector
+    /// Evaluates points [first, first + count), count <= state.lanes.
+    void (*run_block)(const Tape& tape, const Plan& plan, const Request<Real>& request,
+                      BlockState<Real>& state, std::size_t first, std::size_t count) = nullptr;
+};
+
+template <class Real> KernelSet<Real> kernels_sse2();
+template <class Real> KernelSet<Real> kernels_avx2();
+template <class Real> KernelSet<Real> kernels_avx512();
+
+}  // namespace tapevm::cpu::detail

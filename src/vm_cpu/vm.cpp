@@ -1,0 +1,258 @@
+// tapevm::cpu::Vm: turns each Evaluator call into a Request, cuts the batch into blocks of
+// lanes and hands them to the participants of the call (this thread and idle pool workers)
+// through an atomic counter. Each participant owns its scratch for the call; guards are
+// checked here, after each block, and the diverged points merged and sorted at the end.
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include "isa.hpp"
+#include "plan.hpp"
+#include "request.hpp"
+#include "tapevm/cpu.hpp"
+#include "thread_pool.hpp"
+
+namespace tapevm::cpu {
+namespace detail {
+
+/// Everything a Vm holds; behind a pointer so Vm stays movable and its header light.
+struct Engine {
+    Engine(Tape t, const Options& options)
+        : tape(std::move(t)), plan(tape), isa(resolve_isa(options.isa)),
+          threads(options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())),
+          block_lanes_option(options.block_lanes), l2_bytes(l2_cache_bytes()), pool(threads - 1) {
+        switch (isa) {
+            case Isa::avx512:
+                f64 = kernels_avx512<double>();
+                f32 = kernels_avx512<float>();
+                break;
+            case Isa::avx2:
+                f64 = kernels_avx2<double>();
+                f32 = kernels_avx2<float>();
+                break;
+            default:
+                f64 = kernels_sse2<double>();
+                f32 = kernels_sse2<float>();
+                break;
+        }
+    }
+
+    template <class Real> const KernelSet<Real>& kernels() const {
+        if constexpr (std::is_same_v<Real, double>) {
+            return f64;
+        } else {
+            return f32;
+        }
+    }
+
+    /// Lanes per block: the option, or what keeps a block's scratch within half of L2;
+    /// a multiple of `width`, 16..1024 lanes when sized here.
+    std::size_t lanes_for(std::size_t width, std::size_t reals_per_lane, std::size_t sizeof_real) const {
+        std::size_t lanes = 0;
+        if (block_lanes_option != 0) {
+            lanes = block_lanes_option;
+        } else {
+            const std::size_t bytes_per_lane = std::max<std::size_t>(1, reals_per_lane * sizeof_real);
+            lanes = std::clamp<std::size_t>(l2_bytes / 2 / bytes_per_lane, 16, 1024);
+            lanes -= lanes % width;
+        }
+        return std::max(width, (lanes + width - 1) / width * width);
+    }
+
+    template <class Real> Report run(const Request<Real>& request) const;
+
+    Tape tape;
+    Plan plan;
+    Isa isa;
+    unsigned threads;
+    std::size_t block_lanes_option;
+    std::size_t l2_bytes;
+    mutable ThreadPool pool;  // run() is safe from several threads at once
+    KernelSet<double> f64;
+    KernelSet<float> f32;
+};
+
+namespace {
+
+/// Scratch of one participant, aligned for every instruction set's loads.
+template <class Real> struct Scratch {
+    explicit Scratch(std::size_t reals)
+        : data(static_cast<Real*>(
+              ::operator new[](std::max<std::size_t>(1, reals) * sizeof(Real), std::align_val_t{64}))) {}
+    ~Scratch() { ::operator delete[](data, std::align_val_t{64}); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    Real* data;
+};
+
+template <class Real> struct Call {
+    const Engine* engine;
+    const Request<Real>* request;
+    std::size_t points;
+    std::size_t lanes;
+    std::size_t blocks;
+    std::atomic<std::size_t> next_block{0};
+    std::mutex mutex;
+    std::vector<std::size_t> diverged;
+};
+
+/// Appends the points of the block whose guards fail.
+template <class Real>
+void check_guards(const Tape& tape, const Real* values, std::size_t lanes, std::size_t first,
+                  std::size_t count, std::vector<std::size_t>& diverged) {
+    for (std::size_t l = 0; l < count; ++l) {
+        for (const Guard& guard : tape.guards()) {
+            if ((values[guard.slot * lanes + l] != Real(0)) != (guard.expected != 0)) {
+                diverged.push_back(first + l);
+                break;
+            }
+        }
+    }
+}
+
+/// One participant: evaluates blocks until none is left.
+template <class Real> void participate(void* context) {
+    Call<Real>& call = *static_cast<Call<Real>*>(context);
+    const Engine& engine = *call.engine;
+    const Request<Real>& request = *call.request;
+    const KernelSet<Real>& kernels = engine.kernels<Real>();
+    Scratch<Real> scratch(scratch_reals(engine.plan, request.mode, request.rows, call.lanes));
+    BlockState<Real> state{scratch.data, call.lanes, false};
+    std::vector<std::size_t> diverged;
+    for (;;) {
+        const std::size_t block = call.next_block.fetch_add(1, std::memory_order_relaxed);
+        if (block >= call.blocks) break;
+        const std::size_t first = block * call.lanes;
+        const std::size_t count = std::min(call.lanes, call.points - first);
+        kernels.run_block(engine.tape, engine.plan, request, state, first, count);
+        if (engine.tape.guard_count() != 0) {
+            check_guards(engine.tape, scratch.data, call.lanes, first, count, diverged);
+        }
+    }
+    if (!diverged.empty()) {
+        const std::lock_guard lock(call.mutex);
+        call.diverged.insert(call.diverged.end(), diverged.begin(), diverged.end());
+    }
+}
+
+}  // namespace
+
+template <class Real> Report Engine::run(const Request<Real>& request) const {
+    const std::size_t points = request.batch->points;
+    if (points == 0) return {};
+    const std::size_t width = kernels<Real>().width;
+    const std::size_t per_slot =
+        scratch_reals(plan, request.mode, request.rows, 1) / std::max<std::size_t>(1, plan.slots);
+    std::size_t lanes = lanes_for(width, std::size_t{plan.slots} * per_slot, sizeof(Real));
+    lanes = std::min(lanes, (points + width - 1) / width * width);
+    Call<Real> call{this, &request, points, lanes, (points + lanes - 1) / lanes, {}, {}, {}};
+    const auto participants = static_cast<unsigned>(std::min<std::size_t>(threads, call.blocks));
+    pool.run(participants - 1, &participate<Real>, &call);
+    Report report;
+    report.diverged = std::move(call.diverged);
+    std::sort(report.diverged.begin(), report.diverged.end());
+    return report;
+}
+
+}  // namespace detail
+
+Vm::Vm(Tape tape, Options options) : engine_(std::make_unique<detail::Engine>(std::move(tape), options)) {}
+Vm::~Vm() = default;
+Vm::Vm(Vm&&) noexcept = default;
+Vm& Vm::operator=(Vm&&) noexcept = default;
+
+const Tape& Vm::tape() const { return engine_->tape; }
+
+std::string Vm::name() const {
+    const unsigned threads = engine_->threads;
+    return "cpu (" + std::string(isa_name(engine_->isa)) + ", " + std::to_string(threads) +
+           (threads == 1 ? " thread)" : " threads)");
+}
+
+Isa Vm::isa() const { return engine_->isa; }
+unsigned Vm::threads() const { return engine_->threads; }
+
+std::size_t Vm::block_lanes(std::size_t sizeof_real) const {
+    const std::size_t width = sizeof_real == sizeof(float) ? engine_->f32.width : engine_->f64.width;
+    return engine_->lanes_for(width, engine_->plan.slots, sizeof_real);
+}
+
+namespace {
+
+template <class Real>
+detail::Request<Real> request_for(const Tape& tape, detail::Mode mode, const Batch<Real>& batch) {
+    detail::Request<Real> request;
+    request.mode = mode;
+    request.batch = &batch;
+    request.params_per_point = batch.params_per_point(tape.param_count());
+    return request;
+}
+
+}  // namespace
+
+template <class Real> Report Vm::forward_impl(const Batch<Real>& batch, std::span<Real> outputs) const {
+    auto request = request_for(tape(), detail::Mode::forward, batch);
+    request.results = outputs.data();
+    return engine_->run(request);
+}
+
+template <class Real> Report Vm::gradient_impl(const Batch<Real>& batch, std::span<Real> gradients) const {
+    auto request = request_for(tape(), detail::Mode::reverse, batch);
+    request.rows = 1;
+    request.results = gradients.data();
+    return engine_->run(request);
+}
+
+template <class Real>
+Report Vm::jacobian_impl(const Batch<Real>& batch, std::span<Real> jacobians, JacobianMode mode) const {
+    const bool forward_mode = jacobian_uses_forward_mode(tape(), mode);
+    auto request = request_for(tape(), forward_mode ? detail::Mode::tangent : detail::Mode::reverse, batch);
+    request.rows = forward_mode ? tape().input_count() : tape().output_count();
+    request.results = jacobians.data();
+    return engine_->run(request);
+}
+
+template <class Real>
+Report Vm::jvp_impl(const Batch<Real>& batch, std::span<const Real> tangents, std::span<Real> results) const {
+    auto request = request_for(tape(), detail::Mode::tangent, batch);
+    request.rows = 1;
+    request.seeds = tangents.data();
+    request.results = results.data();
+    return engine_->run(request);
+}
+
+template <class Real>
+Report Vm::vjp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<Real> results) const {
+    auto request = request_for(tape(), detail::Mode::reverse, batch);
+    request.rows = 1;
+    request.seeds = cotangents.data();
+    request.results = results.data();
+    return engine_->run(request);
+}
+
+template <class Real>
+Report Vm::hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<const Real> directions, std::span<Real> results) const {
+    auto request = request_for(tape(), detail::Mode::hvp, batch);
+    request.seeds = cotangents.data();
+    request.directions = directions.data();
+    request.results = results.data();
+    return engine_->run(request);
+}
+
+#define TAPEVM_INSTANTIATE(Real)                                                                    \
+    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                    \
+    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                   \
+    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;     \
+    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
+    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
+    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,  \
+                                 std::span<Real>) const;
+TAPEVM_INSTANTIATE(double)
+TAPEVM_INSTANTIATE(float)
+#undef TAPEVM_INSTANTIATE
+
+}  // namespace tapevm::cpu

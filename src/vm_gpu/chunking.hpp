@@ -1,0 +1,40 @@
+// How many points (lanes) one chunk holds: the arithmetic behind chunked evaluation, free of
+// Vulkan so it is tested on its own.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tapevm::gpu::detail {
+
+struct ChunkLimits {
+    std::uint64_t max_storage_buffer_range = 0;  // bytes one binding may span
+    std::uint64_t max_allocation_bytes = 0;      // bytes one allocation may hold
+    std::uint32_t max_workgroup_count_x = 0;
+    std::uint64_t memory_bytes = 0;       // device-local heap
+    std::uint64_t working_set_bytes = 0;  // target for one chunk's work buffer (cache-sized)
+    std::uint64_t occupancy_lanes = 0;    // fewer lanes than this leave the device idle
+    std::uint32_t workgroup_size = 64;
+};
+
+struct ChunkCost {
+    std::uint64_t work_bytes_per_lane = 0;        // the [planes][slot] work buffer
+    std::uint64_t largest_io_bytes_per_lane = 0;  // the widest of inputs, params, extras, results
+    std::uint64_t io_bytes_per_lane = 0;          // all of them (+ flags)
+};
+
+/// The working-set target for a device type ("discrete", "cpu", ...): about an L2 cache.
+std::uint64_t working_set_target(const char* device_type);
+/// Lanes a chunk needs to keep a device of that type busy (all its cores, several waves).
+std::uint64_t occupancy_target(const char* device_type);
+
+/// Lanes per chunk: a multiple of the workgroup size, at most `points` rounded up to one, at
+/// most `requested` rounded up (when not 0), and within every limit: each binding within
+/// max_storage_buffer_range and max_allocation_bytes, two chunks' memory (double buffering,
+/// staging included) within a quarter of the heap, the dispatch within max_workgroup_count_x,
+/// the work buffer within the working-set target unless that leaves less than one workgroup.
+/// Throws Unsupported when not even one workgroup of lanes fits the limits.
+std::size_t chunk_lanes(const ChunkLimits& limits, const ChunkCost& cost, std::size_t points,
+                        std::size_t requested);
+
+}  // namespace tapevm::gpu::detail

@@ -1,0 +1,86 @@
+#include "kernels.hpp"
+
+#include <span>
+
+#include "errors.hpp"
+#include "tapevm/error.hpp"
+
+// Generated from shaders/*.comp by glslangValidator (shaders/meson.build).
+#include "forward_f32.spv.h"
+#include "forward_f64.spv.h"
+#include "hvp_f32.spv.h"
+#include "hvp_f64.spv.h"
+#include "reverse_f32.spv.h"
+#include "reverse_f64.spv.h"
+#include "tangent_f32.spv.h"
+#include "tangent_f64.spv.h"
+
+namespace tapevm::gpu::detail {
+namespace {
+
+std::span<const std::uint32_t> spirv(Kernel kernel, bool double_precision) {
+    switch (kernel) {
+        case Kernel::forward:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_forward_f32);
+        case Kernel::tangent:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_tangent_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_tangent_f32);
+        case Kernel::reverse:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_reverse_f32);
+        case Kernel::hvp:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_hvp_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_hvp_f32);
+    }
+    return {};
+}
+
+const char* kernel_name(Kernel kernel) {
+    switch (kernel) {
+        case Kernel::forward: return "forward";
+        case Kernel::tangent: return "tangent";
+        case Kernel::reverse: return "reverse";
+        case Kernel::hvp: return "hvp";
+    }
+    return "?";
+}
+
+}  // namespace
+
+Kernels::Kernels(const vk::raii::Device& device, bool float64) : device_(device), float64_(float64) {
+    try {
+        std::array<vk::DescriptorSetLayoutBinding, binding_count> bindings;
+        for (std::uint32_t b = 0; b < binding_count; ++b) {
+            bindings[b] = vk::DescriptorSetLayoutBinding(b, vk::DescriptorType::eStorageBuffer, 1,
+                                                         vk::ShaderStageFlagBits::eCompute);
+        }
+        set_layout_ = vk::raii::DescriptorSetLayout(device_, vk::DescriptorSetLayoutCreateInfo({}, bindings));
+        const vk::PushConstantRange push(vk::ShaderStageFlagBits::eCompute, 0, sizeof(PushConstants));
+        const vk::DescriptorSetLayout set_layout = *set_layout_;
+        layout_ = vk::raii::PipelineLayout(device_, vk::PipelineLayoutCreateInfo({}, set_layout, push));
+    } catch (...) {
+        rethrow_setup_error("gpu::Kernels: cannot create the pipeline layout");
+    }
+}
+
+const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision) {
+    if (double_precision && !float64_) {
+        throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
+    }
+    auto& slot = pipelines_[static_cast<std::size_t>(kernel) * 2 + (double_precision ? 1 : 0)];
+    if (slot) return *slot;
+    try {
+        const auto code = spirv(kernel, double_precision);
+        const vk::raii::ShaderModule module(device_,
+                                            vk::ShaderModuleCreateInfo({}, code.size_bytes(), code.data()));
+        const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main");
+        slot.emplace(device_, nullptr, vk::ComputePipelineCreateInfo({}, stage, *layout_));
+    } catch (...) {
+        rethrow_setup_error(std::string("gpu::Kernels: cannot create the ") + kernel_name(kernel) + " (" +
+                            (double_precision ? "double" : "float") + ") pipeline");
+    }
+    return *slot;
+}
+
+}  // namespace tapevm::gpu::detail

@@ -1,0 +1,101 @@
+// The engine behind gpu::Vm: the tape on the device, and chunked execution of one call.
+//
+// A call evaluates one kernel over `points` points. Per-point operands (inputs, parameters,
+// tangents, cotangents) and results are either host memory (staged through host-visible
+// buffers chunk by chunk) or device buffers (bound in place at the chunk's offset). Two sets
+// of chunk resources alternate, so the host stages chunk i + 1 and reads back chunk i - 1
+// while the device works on chunk i. Memory is bounded by the chunk size, not the batch.
+//
+// Every member expects the caller to hold the device's mutex.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "chunking.hpp"
+#include "context.hpp"
+#include "kernels.hpp"
+#include "memory.hpp"
+#include "tapevm/batch.hpp"
+#include "tapevm/tape.hpp"
+
+namespace tapevm::gpu::detail {
+
+/// One per-point operand of a call.
+struct Operand {
+    const void* host = nullptr;            // row-major [points][width], or [width] when shared
+    const DeviceBuffer* device = nullptr;  // the same layout on the device
+    std::uint32_t width = 0;               // values per point (0: unused)
+    bool shared = false;                   // one set of `width` values for every point
+};
+
+struct Call {
+    Kernel kernel = Kernel::forward;
+    bool double_precision = false;
+    std::size_t points = 0;
+    std::uint32_t planes = 1;      // planes of the work buffer: [planes][slot][lane]
+    std::uint32_t directions = 0;  // tangent directions or adjoint seeds per lane
+    bool seeds_from_buffer = false;
+    Operand inputs, params, extra0, extra1;
+    void* host_results = nullptr;  // row-major [points][result_width], or
+    const DeviceBuffer* device_results = nullptr;
+    std::uint32_t result_width = 0;
+};
+
+struct Timing {
+    double compute_s = 0;
+    double transfer_s = 0;
+};
+
+class Runner {
+public:
+    Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points);
+    ~Runner();
+    Runner(const Runner&) = delete;
+    Runner& operator=(const Runner&) = delete;
+
+    /// Evaluates `call`; guard failures in the report, GPU time in `timing`.
+    Report run(const Call& call, Timing& timing);
+    /// Lanes per chunk `call` would use.
+    std::size_t lanes(const Call& call) const;
+
+    void upload(const DeviceBuffer& destination, const void* source, std::uint64_t bytes);
+    void download(const DeviceBuffer& source, void* destination, std::uint64_t bytes);
+    void fill_zero(const DeviceBuffer& buffer);
+
+    const Device& device() const { return *device_; }
+
+private:
+    struct Sections;
+    struct Slot;
+
+    // One dispatch of a chunk: slots [begin, end) in the TV_PHASE_* phases (push_constants.h).
+    struct Segment {
+        std::uint32_t begin, end, phase;
+    };
+    std::uint32_t segment_slots(const Call& call) const;
+    std::vector<Segment> segments(const Call& call) const;
+    ChunkCost cost(const Call& call) const;
+    Sections layout(const Call& call, std::size_t lanes) const;
+    void prepare_slots(const Call& call, std::size_t lanes, std::uint64_t io_bytes);
+    void submit_chunk(Slot& slot, const Call& call, const Sections& sections, std::size_t first,
+                      std::size_t count);
+    void finish_chunk(Slot& slot, const Call& call, const Sections& sections, Report& report, Timing& timing);
+    void one_shot(const std::function<void(const vk::raii::CommandBuffer&)>& record);
+    void wait_all_quietly();
+
+    std::shared_ptr<Device> device_;
+    const Tape& tape_;
+    std::size_t requested_chunk_points_;
+    DeviceBuffer program_, constants_f32_, constants_f64_, output_slots_, guards_, dummy_;
+    vk::raii::CommandPool command_pool_{nullptr};
+    vk::raii::DescriptorPool descriptor_pool_{nullptr};
+    std::array<std::unique_ptr<Slot>, 2> slots_;
+};
+
+}  // namespace tapevm::gpu::detail

@@ -1,0 +1,169 @@
+// The GPU VM: a tape interpreter on Vulkan compute, one invocation per point.
+//
+//   tapevm::gpu::Vm vm(tape);                         // DeviceUnavailable when no device
+//   vm.jacobian(batch, std::span<float>(jacobians));  // host spans in and out, chunked
+//
+//   auto x = vm.upload<float>(inputs);                // device-resident: upload once,
+//   auto j = vm.allocate<float>(points * m * n);      // evaluate many times, results
+//   vm.jacobian(points, x, nullptr, j);               // stay on the device
+//   vm.download(j, std::span<float>(host));
+//
+// Same operations and semantics as the reference VM (evaluator.hpp, batch.hpp). The batch is
+// processed in chunks sized to the device's limits; uploads, compute and downloads of
+// consecutive chunks overlap. No Vulkan type appears here: the Vulkan objects and their
+// dispatcher live in src/vm_gpu/.
+//
+// Device selection: Options::device, else the environment variable TAPEVM_DEVICE, else the
+// first discrete GPU, else the first device. A selector is a device index (as listed by
+// devices() and `tapevm devices`) or a case-insensitive substring of the device name.
+// The Khronos validation layer is enabled by Options::validation or TAPEVM_VULKAN_VALIDATION=1
+// when it is installed; its messages are collected (validation_messages()).
+//
+// Threads: every call is const and may come from any thread; calls on one device are
+// serialized.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "tapevm/evaluator.hpp"
+
+namespace tapevm::gpu {
+
+/// A Vulkan device as the loader reports it.
+struct DeviceInfo {
+    std::size_t index = 0;  // position in devices(), what TAPEVM_DEVICE=<index> selects
+    std::string name;
+    std::string type;                // "discrete", "integrated", "virtual", "cpu", "other"
+    std::uint64_t memory_bytes = 0;  // the largest device-local heap
+    bool float64 = false;            // shaderFloat64: double precision available
+    std::uint64_t max_storage_buffer_range = 0;
+    std::uint32_t max_workgroup_count_x = 0;
+    std::uint32_t max_workgroup_size_x = 0;
+    std::uint32_t subgroup_size = 0;
+    std::string driver;       // driver name and version info
+    std::string api_version;  // "1.3.239"
+};
+
+/// Every Vulkan device. Throws DeviceUnavailable (with the reason) when there is no Vulkan
+/// loader or no instance can be created; an empty list when the loader finds no device.
+std::vector<DeviceInfo> devices();
+
+/// Messages the validation layer reported since the last call (and forgets them). Empty
+/// unless validation is enabled; the test suites fail on any message.
+std::vector<std::string> validation_messages();
+
+struct Options {
+    /// "" = TAPEVM_DEVICE, else the first discrete GPU, else any; an index or a name substring.
+    std::string device;
+    /// Points per chunk; 0 = from the device's limits and a cache-sized working set. Rounded
+    /// up to a multiple of the workgroup size (64).
+    std::size_t chunk_points = 0;
+    /// Enable VK_LAYER_KHRONOS_validation when installed (also TAPEVM_VULKAN_VALIDATION=1).
+    bool validation = false;
+};
+
+class Vm;
+namespace detail {
+struct BufferStorage;
+struct BufferAccess;
+}  // namespace detail
+
+/// Device memory holding `size()` values of Real (float or double), allocated by a Vm and
+/// usable by the Vms of the same device. Move-only; frees the memory when destroyed.
+template <class Real> class Buffer {
+public:
+    Buffer() = default;
+    Buffer(Buffer&&) noexcept = default;
+    Buffer& operator=(Buffer&&) noexcept = default;
+    Buffer(const Buffer&) = delete;
+    Buffer& operator=(const Buffer&) = delete;
+    ~Buffer() = default;
+
+    std::size_t size() const { return size_; }
+
+private:
+    friend struct detail::BufferAccess;
+    Buffer(std::shared_ptr<detail::BufferStorage> storage, std::size_t size)
+        : storage_(std::move(storage)), size_(size) {}
+    std::shared_ptr<detail::BufferStorage> storage_;
+    std::size_t size_ = 0;
+};
+
+class Vm final : public EvaluatorBase<Vm> {
+public:
+    /// Throws DeviceUnavailable when no device matches (the message says why).
+    explicit Vm(Tape tape, Options options = {});
+    ~Vm() override;
+    Vm(Vm&&) noexcept;
+    Vm& operator=(Vm&&) noexcept;
+
+    const Tape& tape() const override;
+    /// "gpu (NVIDIA H100 80GB HBM3)"
+    std::string name() const override;
+    const DeviceInfo& device() const;
+    /// True when the validation layer is active for this Vm's device.
+    bool validation() const;
+    /// Points per chunk for a call in `mode` ("forward", "gradient", "jacobian", "jvp", "vjp",
+    /// "hvp") and precision Real: what the device's limits and the working-set target allow.
+    template <class Real> std::size_t chunk_points(std::string_view mode) const;
+
+    using EvaluatorBase<Vm>::forward;
+    using EvaluatorBase<Vm>::gradient;
+    using EvaluatorBase<Vm>::jacobian;
+    using EvaluatorBase<Vm>::jvp;
+    using EvaluatorBase<Vm>::vjp;
+    using EvaluatorBase<Vm>::hvp;
+
+    // Device-resident use. Sizes are checked as for host spans (ShapeError); `params` may be
+    // null for a tape without parameters, else holds param_count values (shared) or
+    // points * param_count (per point).
+    template <class Real> Buffer<Real> upload(std::span<const Real> values) const;
+    template <class Real> Buffer<Real> allocate(std::size_t count) const;
+    template <class Real> void download(const Buffer<Real>& buffer, std::span<Real> out) const;
+    template <class Real>
+    Report forward(std::size_t points, const Buffer<Real>& inputs,
+                   const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& outputs) const;
+    template <class Real>
+    Report gradient(std::size_t points, const Buffer<Real>& inputs,
+                    const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& gradients) const;
+    template <class Real>
+    Report jacobian(std::size_t points, const Buffer<Real>& inputs,
+                    const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& jacobians,
+                    JacobianMode mode = JacobianMode::automatic) const;
+
+    /// Seconds of GPU time (timestamp queries) the last call on this thread spent in compute
+    /// dispatches and in transfers (uploads and downloads); 0 where the device has no timestamps.
+    struct Timing {
+        double compute_s = 0;
+        double transfer_s = 0;
+    };
+    Timing last_timing() const;
+
+    struct Impl;
+
+private:
+    friend class EvaluatorBase<Vm>;
+    template <class Real> Report forward_impl(const Batch<Real>& batch, std::span<Real> outputs) const;
+    template <class Real> Report gradient_impl(const Batch<Real>& batch, std::span<Real> gradients) const;
+    template <class Real>
+    Report jacobian_impl(const Batch<Real>& batch, std::span<Real> jacobians, JacobianMode mode) const;
+    template <class Real>
+    Report jvp_impl(const Batch<Real>& batch, std::span<const Real> tangents, std::span<Real> results) const;
+    template <class Real>
+    Report vjp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<Real> results) const;
+    template <class Real>
+    Report hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<const Real> directions, std::span<Real> results) const;
+
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tapevm::gpu

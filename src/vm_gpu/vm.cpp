@@ -1,0 +1,350 @@
+// gpu::Vm: maps each Evaluator operation onto one kernel call of the Runner.
+//
+//   operation            kernel    work planes   directions/seeds K   extra operands
+//   forward              forward   1             -                    -
+//   gradient             reverse   2             1 (unit seed)        -
+//   jacobian (reverse)   reverse   1 + m         m (unit seeds)       -
+//   jacobian (forward)   tangent   1 + n         n (unit directions)  -
+//   jvp                  tangent   2             1                    tangents
+//   vjp                  reverse   2             1                    cotangents
+//   hvp                  hvp       4             -                    cotangents, directions
+#include <mutex>
+#include <type_traits>
+
+#include "context.hpp"
+#include "errors.hpp"
+#include "memory.hpp"
+#include "runner.hpp"
+#include "tapevm/error.hpp"
+#include "tapevm/gpu.hpp"
+
+namespace tapevm::gpu {
+
+namespace detail {
+/// What gpu::Buffer keeps private, for this file.
+struct BufferAccess {
+    template <class Real> static Buffer<Real> make(std::shared_ptr<BufferStorage> storage, std::size_t size) {
+        return Buffer<Real>(std::move(storage), size);
+    }
+    template <class Real> static const BufferStorage* storage(const Buffer<Real>& buffer) {
+        return buffer.storage_.get();
+    }
+};
+}  // namespace detail
+
+struct Vm::Impl {
+    Tape tape;
+    Options options;
+    std::shared_ptr<detail::Device> device;
+    std::unique_ptr<detail::Runner> runner;
+};
+
+namespace {
+
+using detail::Call;
+using detail::Kernel;
+using detail::Operand;
+
+thread_local Vm::Timing last_call_timing;
+
+enum class Mode { forward, gradient, jacobian_forward, jacobian_reverse, jvp, vjp, hvp };
+
+// The call of `mode` without its operands.
+template <class Real> Call plan(const Tape& tape, Mode mode, std::size_t points) {
+    const std::uint32_t n = tape.input_count();
+    const std::uint32_t m = tape.output_count();
+    Call call;
+    call.double_precision = std::is_same_v<Real, double>;
+    call.points = points;
+    call.inputs.width = n;
+    call.params.width = tape.param_count();
+    switch (mode) {
+        case Mode::forward:
+            call.kernel = Kernel::forward;
+            call.result_width = m;
+            break;
+        case Mode::gradient:
+            call.kernel = Kernel::reverse, call.planes = 2, call.directions = 1, call.result_width = n;
+            break;
+        case Mode::jacobian_reverse:
+            call.kernel = Kernel::reverse, call.planes = 1 + m, call.directions = m,
+            call.result_width = m * n;
+            break;
+        case Mode::jacobian_forward:
+            call.kernel = Kernel::tangent, call.planes = 1 + n, call.directions = n,
+            call.result_width = m * n;
+            break;
+        case Mode::jvp:
+            call.kernel = Kernel::tangent, call.planes = 2, call.directions = 1, call.result_width = m;
+            call.seeds_from_buffer = true, call.extra0.width = n;
+            break;
+        case Mode::vjp:
+            call.kernel = Kernel::reverse, call.planes = 2, call.directions = 1, call.result_width = n;
+            call.seeds_from_buffer = true, call.extra0.width = m;
+            break;
+        case Mode::hvp:
+            call.kernel = Kernel::hvp, call.planes = 4, call.result_width = n;
+            call.extra0.width = m, call.extra1.width = n;
+            break;
+    }
+    return call;
+}
+
+Mode parse_mode(const Tape& tape, std::string_view mode) {
+    if (mode == "forward") return Mode::forward;
+    if (mode == "gradient") return Mode::gradient;
+    if (mode == "jacobian")
+        return jacobian_uses_forward_mode(tape, JacobianMode::automatic) ? Mode::jacobian_forward
+                                                                         : Mode::jacobian_reverse;
+    if (mode == "jvp") return Mode::jvp;
+    if (mode == "vjp") return Mode::vjp;
+    if (mode == "hvp") return Mode::hvp;
+    throw Unsupported("gpu: unknown mode '" + std::string(mode) + "'");
+}
+
+template <class Real> Operand host_operand(std::span<const Real> values, std::uint32_t width) {
+    Operand operand;
+    operand.host = values.data();
+    operand.width = width;
+    return operand;
+}
+
+template <class Real> void set_params(Call& call, const Batch<Real>& batch, std::uint32_t count) {
+    call.params.width = count;
+    call.params.host = batch.params.data();
+    call.params.shared = !batch.params_per_point(count);
+}
+
+}  // namespace
+
+Vm::Vm(Tape tape, Options options) : impl_(std::make_unique<Impl>()) {
+    impl_->tape = std::move(tape);
+    impl_->options = std::move(options);
+    impl_->device = detail::Device::acquire(impl_->options);
+    const std::lock_guard lock(impl_->device->mutex());
+    impl_->runner = std::make_unique<detail::Runner>(impl_->device, impl_->tape, impl_->options.chunk_points);
+}
+
+Vm::~Vm() {
+    if (impl_ && impl_->runner) {
+        const std::lock_guard lock(impl_->device->mutex());
+        impl_->runner.reset();
+    }
+}
+
+Vm::Vm(Vm&&) noexcept = default;
+Vm& Vm::operator=(Vm&&) noexcept = default;
+
+const Tape& Vm::tape() const { return impl_->tape; }
+std::string Vm::name() const { return "gpu (" + impl_->device->info().name + ")"; }
+const DeviceInfo& Vm::device() const { return impl_->device->info(); }
+bool Vm::validation() const { return impl_->device->validation(); }
+Vm::Timing Vm::last_timing() const { return last_call_timing; }
+
+template <class Real> std::size_t Vm::chunk_points(std::string_view mode) const {
+    const std::lock_guard lock(impl_->device->mutex());
+    return impl_->runner->lanes(plan<Real>(impl_->tape, parse_mode(impl_->tape, mode), 1u << 30));
+}
+
+namespace {
+
+// Runs `call` on `impl` under the device's lock and records the timing for last_timing().
+Report execute(Vm::Impl& impl, const Call& call) {
+    const std::lock_guard lock(impl.device->mutex());
+    detail::Timing timing;
+    last_call_timing = {};
+    Report report = impl.runner->run(call, timing);
+    last_call_timing = {timing.compute_s, timing.transfer_s};
+    return report;
+}
+
+}  // namespace
+
+template <class Real> Report Vm::forward_impl(const Batch<Real>& batch, std::span<Real> outputs) const {
+    Call call = plan<Real>(impl_->tape, Mode::forward, batch.points);
+    call.inputs = host_operand(batch.inputs, tape().input_count());
+    set_params(call, batch, tape().param_count());
+    call.host_results = outputs.data();
+    return execute(*impl_, call);
+}
+
+template <class Real> Report Vm::gradient_impl(const Batch<Real>& batch, std::span<Real> gradients) const {
+    Call call = plan<Real>(impl_->tape, Mode::gradient, batch.points);
+    call.inputs = host_operand(batch.inputs, tape().input_count());
+    set_params(call, batch, tape().param_count());
+    call.host_results = gradients.data();
+    return execute(*impl_, call);
+}
+
+template <class Real>
+Report Vm::jacobian_impl(const Batch<Real>& batch, std::span<Real> jacobians, JacobianMode mode) const {
+    const Mode kind =
+        jacobian_uses_forward_mode(tape(), mode) ? Mode::jacobian_forward : Mode::jacobian_reverse;
+    Call call = plan<Real>(impl_->tape, kind, batch.points);
+    call.inputs = host_operand(batch.inputs, tape().input_count());
+    set_params(call, batch, tape().param_count());
+    call.host_results = jacobians.data();
+    return execute(*impl_, call);
+}
+
+template <class Real>
+Report Vm::jvp_impl(const Batch<Real>& batch, std::span<const Real> tangents, std::span<Real> results) const {
+    Call call = plan<Real>(impl_->tape, Mode::jvp, batch.points);
+    call.inputs = host_operand(batch.inputs, tape().input_count());
+    set_params(call, batch, tape().param_count());
+    call.extra0 = host_operand(tangents, tape().input_count());
+    call.host_results = results.data();
+    return execute(*impl_, call);
+}
+
+template <class Real>
+Report Vm::vjp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<Real> results) const {
+    Call call = plan<Real>(impl_->tape, Mode::vjp, batch.points);
+    call.inputs = host_operand(batch.inputs, tape().input_count());
+    set_params(call, batch, tape().param_count());
+    call.extra0 = host_operand(cotangents, tape().output_count());
+    call.host_results = results.data();
+    return execute(*impl_, call);
+}
+
+template <class Real>
+Report Vm::hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
+                    std::span<const Real> directions, std::span<Real> results) const {
+    Call call = plan<Real>(impl_->tape, Mode::hvp, batch.points);
+    call.inputs = host_operand(batch.inputs, tape().input_count());
+    set_params(call, batch, tape().param_count());
+    call.extra0 = host_operand(cotangents, tape().output_count());
+    call.extra1 = host_operand(directions, tape().input_count());
+    call.host_results = results.data();
+    return execute(*impl_, call);
+}
+
+// Device-resident use.
+
+namespace {
+
+// The device memory of `buffer`, which must come from a Vm of `impl`'s device.
+template <class Real>
+const detail::DeviceBuffer& device_buffer(const Vm::Impl& impl, const Buffer<Real>& buffer,
+                                          const std::string& where, const std::string& name) {
+    const detail::BufferStorage* storage = detail::BufferAccess::storage(buffer);
+    if (storage == nullptr)
+        throw Unsupported("gpu::Vm::" + where + ": " + name + " is an empty (moved-from) Buffer");
+    if (storage->device != impl.device)
+        throw Unsupported("gpu::Vm::" + where + ": " + name + " was allocated on another device");
+    return storage->buffer;
+}
+
+// Checks and binds the device-resident operands of `call`: inputs [points][n], params [p] or
+// [points][p] (null when p = 0), results [points][result_width].
+template <class Real>
+Report run_resident(Vm::Impl& impl, Call call, const std::string& where, const Buffer<Real>& inputs,
+                    const Buffer<Real>* params, Buffer<Real>& results, const std::string& results_name) {
+    const Tape& tape = impl.tape;
+    const std::size_t points = call.points;
+    const std::string name = "gpu::Vm::" + where;
+    check_size(name, "inputs", points * tape.input_count(), inputs.size());
+    call.inputs.device = &device_buffer(impl, inputs, where, "inputs");
+    const std::size_t p = tape.param_count();
+    const std::size_t given = params != nullptr ? params->size() : 0;
+    if (p > 0 && !(given == p || given == points * p)) {
+        throw ShapeError(name, "params", points > 1 ? points * p : p, given);  // per point, or shared
+    }
+    if (p == 0 && given != 0) throw ShapeError(name, "params", 0, given);
+    if (p > 0) {
+        call.params.device = &device_buffer(impl, *params, where, "params");
+        call.params.shared = !(points > 1 && given == points * p);
+    }
+    check_size(name, results_name, points * call.result_width, results.size());
+    call.device_results = &device_buffer(impl, results, where, results_name);
+    return execute(impl, call);
+}
+
+}  // namespace
+
+template <class Real> Buffer<Real> Vm::allocate(std::size_t count) const {
+    if constexpr (std::is_same_v<Real, double>) {
+        if (!device().float64) throw Unsupported("gpu: this device has no shaderFloat64; use float buffers");
+    }
+    const std::lock_guard lock(impl_->device->mutex());
+    impl_->device->check_alive();
+    auto storage = std::make_shared<detail::BufferStorage>();
+    storage->device = impl_->device;
+    try {
+        storage->buffer =
+            detail::DeviceBuffer(*impl_->device, count * sizeof(Real), detail::MemoryKind::device);
+    } catch (const detail::OutOfDeviceMemory& error) {
+        throw DeviceUnavailable("gpu::Vm::allocate: not enough device memory for " + std::to_string(count) +
+                                " values (" + error.what() + ")");
+    }
+    impl_->runner->fill_zero(storage->buffer);
+    return detail::BufferAccess::make<Real>(std::move(storage), count);
+}
+
+template <class Real> Buffer<Real> Vm::upload(std::span<const Real> values) const {
+    Buffer<Real> buffer = allocate<Real>(values.size());
+    const auto& destination = device_buffer(*impl_, buffer, "upload", "buffer");
+    const std::lock_guard lock(impl_->device->mutex());
+    impl_->runner->upload(destination, values.data(), values.size_bytes());
+    return buffer;
+}
+
+template <class Real> void Vm::download(const Buffer<Real>& buffer, std::span<Real> out) const {
+    const auto& source = device_buffer(*impl_, buffer, "download", "buffer");
+    check_size("gpu::Vm::download", "out", buffer.size(), out.size());
+    const std::lock_guard lock(impl_->device->mutex());
+    impl_->runner->download(source, out.data(), out.size_bytes());
+}
+
+template <class Real>
+Report Vm::forward(std::size_t points, const Buffer<Real>& inputs,
+                   const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& outputs) const {
+    return run_resident(*impl_, plan<Real>(impl_->tape, Mode::forward, points), "forward", inputs, params,
+                        outputs, "outputs");
+}
+
+template <class Real>
+Report Vm::gradient(std::size_t points, const Buffer<Real>& inputs,
+                    const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& gradients) const {
+    if (tape().output_count() != 1) {
+        throw Unsupported("gradient: the tape has " + std::to_string(tape().output_count()) +
+                          " outputs; gradient needs exactly 1 (use vjp or jacobian)");
+    }
+    return run_resident(*impl_, plan<Real>(impl_->tape, Mode::gradient, points), "gradient", inputs, params,
+                        gradients, "gradients");
+}
+
+template <class Real>
+Report Vm::jacobian(std::size_t points, const Buffer<Real>& inputs,
+                    const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& jacobians,
+                    JacobianMode mode) const {
+    const Mode kind =
+        jacobian_uses_forward_mode(tape(), mode) ? Mode::jacobian_forward : Mode::jacobian_reverse;
+    return run_resident(*impl_, plan<Real>(impl_->tape, kind, points), "jacobian", inputs, params, jacobians,
+                        "jacobians");
+}
+
+#define TAPEVM_INSTANTIATE(Real)                                                                             \
+    template std::size_t Vm::chunk_points<Real>(std::string_view) const;                                     \
+    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                             \
+    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                            \
+    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;              \
+    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;          \
+    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;          \
+    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,           \
+                                 std::span<Real>) const;                                                     \
+    template Buffer<Real> Vm::allocate<Real>(std::size_t) const;                                             \
+    template Buffer<Real> Vm::upload<Real>(std::span<const Real>) const;                                     \
+    template void Vm::download<Real>(const Buffer<Real>&, std::span<Real>) const;                            \
+    template Report Vm::forward<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*, Buffer<Real>&)  \
+        const;                                                                                               \
+    template Report Vm::gradient<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*, Buffer<Real>&) \
+        const;                                                                                               \
+    template Report Vm::jacobian<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*, Buffer<Real>&, \
+                                       JacobianMode) const;
+TAPEVM_INSTANTIATE(double)
+TAPEVM_INSTANTIATE(float)
+#undef TAPEVM_INSTANTIATE
+
+}  // namespace tapevm::gpu

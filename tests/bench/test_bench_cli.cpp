@@ -1,0 +1,110 @@
+// `tapevm bench` run in-process: the table and the JSON file of a small checked run, --list,
+// and bad options giving exit status 2 with one "error:" line.
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <random>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "backends.hpp"
+#include "cli.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliResult {
+    int status = -1;
+    std::string out;
+    std::string err;
+};
+
+CliResult run_cli(std::initializer_list<std::string> args) {
+    const std::vector<std::string> owned(args);
+    const std::vector<std::string_view> views(owned.begin(), owned.end());
+    std::ostringstream out;
+    std::ostringstream err;
+    CliResult result;
+    result.status = tapevm::cli::run(views, out, err);
+    result.out = out.str();
+    result.err = err.str();
+    return result;
+}
+
+fs::path temp_path(std::string_view name) {
+    std::random_device entropy;
+    return fs::temp_directory_path() /
+           ("tapevm_test_bench_" + std::to_string(entropy()) + "_" + std::string(name));
+}
+
+void check_error(const CliResult& result, std::string_view part) {
+    INFO(result.err);
+    CHECK(result.status == 2);
+    CHECK(result.err.starts_with("error: "));
+    CHECK(result.err.find(part) != std::string::npos);
+    CHECK(result.out.empty());
+}
+
+}  // namespace
+
+TEST_CASE("tapevm bench prints a table and writes JSON of checked records") {
+    const fs::path json = temp_path("records.json");
+    const CliResult result =
+        run_cli({"bench", "--workload", "rosenbrock16,ba", "--backend", "reference,native-scalar", "--points",
+                 "20", "--repeats", "1", "--precision", "all", "--json", json.string()});
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    // Header and one line per record: per workload and precision native-simd (the baseline),
+    // reference and native-scalar.
+    std::istringstream table(result.out);
+    std::string line;
+    std::vector<std::string> lines;
+    while (std::getline(table, line)) lines.push_back(line);
+    REQUIRE(lines.size() == 1 + 2 * 2 * 3);
+    CHECK(lines[0].starts_with("workload      mode      backend"));
+    CHECK(lines[0].find("ns/point") != std::string::npos);
+    CHECK(lines[0].find("ns/instr/lane") != std::string::npos);
+    CHECK(lines[1].starts_with("rosenbrock16  forward   native-simd"));
+    CHECK(result.err.find("[1] rosenbrock16 forward native-simd f64") != std::string::npos);
+
+    std::ifstream file(json);
+    std::stringstream contents;
+    contents << file.rdbuf();
+    const std::string text = contents.str();
+    CHECK(text.starts_with("[\n  {\"workload\": \"rosenbrock16\""));
+    std::size_t records = 0;
+    for (std::size_t at = text.find("\"checked\": true"); at != std::string::npos;
+         at = text.find("\"checked\": true", at + 1))
+        ++records;
+    CHECK(records == 12);
+    CHECK(text.find("\"mode\": \"jacobian\", \"backend\": \"reference\"") != std::string::npos);
+    fs::remove(json);
+}
+
+TEST_CASE("tapevm bench --list names the workloads and every backend") {
+    const CliResult result = run_cli({"bench", "--list"});
+    CHECK(result.status == 0);
+    for (const std::string_view name : {"ba", "rosenbrock16", "trig16", "mlp"})
+        CHECK(result.out.find(name) != std::string::npos);
+    for (const tapevm::bench::BackendInfo& info : tapevm::bench::backends())
+        CHECK(result.out.find("  " + std::string(info.name) + " ") != std::string::npos);
+    CHECK(run_cli({"help", "bench"}).out.find("--workload W") != std::string::npos);
+}
+
+TEST_CASE("tapevm bench: bad options are errors with exit status 2") {
+    check_error(run_cli({"bench", "--workload", "nope"}), "unknown workload 'nope'");
+    check_error(run_cli({"bench", "--backend", "fast"}), "unknown backend 'fast'");
+    check_error(run_cli({"bench", "--points", "0"}), "--points: '0'");
+    check_error(run_cli({"bench", "--repeats", "many"}), "--repeats: 'many'");
+    check_error(run_cli({"bench", "--frobnicate"}), "--frobnicate");
+    check_error(run_cli({"bench", "extra"}), "unexpected argument 'extra'");
+    const fs::path missing = temp_path("no_such_dir") / "out.json";
+    check_error(run_cli({"bench", "--workload", "rosenbrock16", "--backend", "reference", "--points", "3",
+                         "--json", missing.string()}),
+                "cannot write");
+}

@@ -1,0 +1,88 @@
+// The command line on the GPU: `tapevm devices` and `tapevm eval --backend gpu`.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include "cli.hpp"
+#include "gpu_support.hpp"
+#include "tapevm/examples.hpp"
+#include "tapevm/tape_file.hpp"
+
+namespace tapevm::test {
+namespace {
+
+struct Run {
+    int status;
+    std::string out, err;
+};
+
+Run run_cli(std::vector<std::string> args) {
+    std::vector<std::string_view> views(args.begin(), args.end());
+    std::ostringstream out, err;
+    const int status = cli::run(views, out, err);
+    return {status, out.str(), err.str()};
+}
+
+TEST_CASE("tapevm devices lists the devices and the one the GPU backend uses") {
+    const Run run = run_cli({"devices"});
+    INFO(run.out << run.err);
+    CHECK(run.status == 0);
+    const auto devices = gpu::devices();
+    for (const auto& device : devices) CHECK(run.out.find(device.name) != std::string::npos);
+    CHECK(run.out.find("0: ") == 0);
+    CHECK(run.out.find("float64") != std::string::npos);
+    CHECK(run.out.find("max storage buffer") != std::string::npos);
+    CHECK(run.out.find("the GPU backend uses device") != std::string::npos);
+    CHECK(run_cli({"devices", "extra"}).status == 2);
+}
+
+TEST_CASE("tapevm eval --backend gpu gives the reference's results") {
+    const auto directory =
+        std::filesystem::temp_directory_path() / ("tapevm_gpu_cli_" + std::to_string(getpid()));
+    std::filesystem::create_directories(directory);
+    const std::string tape_path = (directory / "r.tape").string();
+    const std::string inputs_path = (directory / "x.csv").string();
+    save_file(examples::example_tape("rosenbrock16"), tape_path);
+    {
+        std::ofstream csv(inputs_path);
+        const auto x = random_values<double>(3 * 16, -1, 1, 5);
+        for (std::size_t point = 0; point < 3; ++point) {
+            for (std::size_t i = 0; i < 16; ++i) csv << (i ? "," : "") << x[point * 16 + i];
+            csv << '\n';
+        }
+    }
+    for (const char* mode : {"forward", "gradient", "jacobian"}) {
+        CAPTURE(mode);
+        const Run gpu =
+            run_cli({"eval", tape_path, "--inputs", inputs_path, "--mode", mode, "--backend", "gpu"});
+        const Run ref = run_cli({"eval", tape_path, "--inputs", inputs_path, "--mode", mode});
+        INFO(gpu.err);
+        CHECK(gpu.status == 0);
+        CHECK(ref.status == 0);
+        // Same number of lines and values; the values agree to double rounding.
+        std::istringstream a(gpu.out), b(ref.out);
+        std::string line_a, line_b;
+        std::size_t lines = 0;
+        while (std::getline(b, line_b)) {
+            REQUIRE(std::getline(a, line_a));
+            std::istringstream va(line_a), vb(line_b);
+            std::string x, y;
+            while (std::getline(vb, y, ',')) {
+                REQUIRE(std::getline(va, x, ','));
+                const double dx = std::stod(x), dy = std::stod(y);
+                CHECK(std::fabs(dx - dy) <= 1e-9 * std::fmax(1.0, std::fabs(dy)));
+            }
+            ++lines;
+        }
+        CHECK(lines == 3);
+    }
+    std::filesystem::remove_all(directory);
+    check_validation_clean();
+}
+
+}  // namespace
+}  // namespace tapevm::test

@@ -1,0 +1,190 @@
+// Devices: listing, selection by TAPEVM_DEVICE / Options::device (index, name, bad values),
+// chunk planning, validation.
+#include <cstdlib>
+
+#include <doctest/doctest.h>
+
+#include "chunking.hpp"
+#include "context.hpp"
+#include "gpu_support.hpp"
+#include "tapevm/error.hpp"
+#include "tapevm/examples.hpp"
+
+namespace tapevm::test {
+namespace {
+
+using gpu::detail::chunk_lanes;
+using gpu::detail::ChunkCost;
+using gpu::detail::ChunkLimits;
+using gpu::detail::select_device;
+
+// Sets an environment variable for the scope, restoring the previous value.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        const char* old = std::getenv(name);
+        had_ = old != nullptr;
+        if (had_) old_ = old;
+        if (value != nullptr) {
+            setenv(name, value, 1);
+        } else {
+            unsetenv(name);
+        }
+    }
+    ~ScopedEnv() {
+        if (had_) {
+            setenv(name_, old_.c_str(), 1);
+        } else {
+            unsetenv(name_);
+        }
+    }
+
+private:
+    const char* name_;
+    bool had_ = false;
+    std::string old_;
+};
+
+TEST_CASE("devices() lists every device with its limits") {
+    const auto devices = gpu::devices();
+    REQUIRE(!devices.empty());
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+        const auto& device = devices[i];
+        CAPTURE(device.name);
+        CHECK(device.index == i);
+        CHECK(!device.name.empty());
+        CHECK(!device.type.empty());
+        CHECK(device.memory_bytes > 0);
+        CHECK(device.max_storage_buffer_range >= (1u << 27));  // Vulkan's minimum is 2^27
+        CHECK(device.max_workgroup_count_x >= 65535);
+        CHECK(device.max_workgroup_size_x >= 64);
+        CHECK(device.subgroup_size >= 1);
+        CHECK(!device.api_version.empty());
+    }
+}
+
+std::vector<gpu::DeviceInfo> fake_devices() {
+    const char* names[] = {"llvmpipe (LLVM 15.0.6, 256 bits)", "NVIDIA H100 80GB HBM3",
+                           "Intel(R) UHD Graphics"};
+    const char* types[] = {"cpu", "discrete", "integrated"};
+    std::vector<gpu::DeviceInfo> devices(3);
+    for (std::size_t i = 0; i < 3; ++i) {
+        devices[i].index = i;
+        devices[i].name = names[i];
+        devices[i].type = types[i];
+    }
+    return devices;
+}
+
+TEST_CASE("device selection: default, index, name substring, bad selectors") {
+    const auto devices = fake_devices();
+    CHECK(select_device(devices, "") == 1);  // the first discrete GPU
+    CHECK(select_device({devices[0], devices[2]}, "") == 0);
+    CHECK(select_device(devices, "2") == 2);
+    CHECK(select_device(devices, "h100") == 1);
+    CHECK(select_device(devices, "LLVMPIPE") == 0);
+    CHECK_THROWS_AS(select_device(devices, "3"), DeviceUnavailable);
+    CHECK_THROWS_AS(select_device(devices, "99999999999999999999"), DeviceUnavailable);
+    CHECK_THROWS_AS(select_device(devices, "radeon"), DeviceUnavailable);
+    CHECK_THROWS_AS(select_device({}, ""), DeviceUnavailable);
+    try {
+        select_device(devices, "radeon");
+    } catch (const DeviceUnavailable& error) {
+        CHECK(std::string(error.what()).find("radeon") != std::string::npos);
+        CHECK(std::string(error.what()).find("NVIDIA H100") != std::string::npos);  // lists what exists
+    }
+}
+
+TEST_CASE("TAPEVM_DEVICE selects the device by index or name; a bad value is DeviceUnavailable") {
+    const auto devices = gpu::devices();
+    const Tape tape = examples::example_tape("rosenbrock16");
+    {
+        const ScopedEnv env("TAPEVM_DEVICE", "0");
+        const gpu::Vm vm(tape, test_options());
+        CHECK(vm.device().index == 0);
+        CHECK(vm.name() == "gpu (" + devices[0].name + ")");
+    }
+    {
+        const std::string name = devices.back().name.substr(0, 6);
+        const ScopedEnv env("TAPEVM_DEVICE", name.c_str());
+        const gpu::Vm vm(tape, test_options());
+        CHECK(vm.device().name.find(name) != std::string::npos);
+    }
+    {
+        const ScopedEnv env("TAPEVM_DEVICE", "no-such-device");
+        CHECK_THROWS_AS(gpu::Vm(tape, test_options()), DeviceUnavailable);
+        auto options = test_options();
+        options.device = "0";  // Options::device wins over the environment
+        CHECK_NOTHROW(gpu::Vm(tape, options));
+    }
+    {
+        const ScopedEnv env("TAPEVM_DEVICE", std::to_string(devices.size()).c_str());
+        CHECK_THROWS_AS(gpu::Vm(tape, test_options()), DeviceUnavailable);
+    }
+    check_validation_clean();
+}
+
+TEST_CASE("the validation layer is on in the tests when it is installed") {
+    const gpu::Vm vm(examples::example_tape("rosenbrock16"), test_options());
+    if (validation_layer_installed()) CHECK(vm.validation());
+    check_validation_clean();
+}
+
+ChunkLimits limits() {
+    ChunkLimits limits;
+    limits.max_storage_buffer_range = 128u << 20;  // lavapipe
+    limits.max_allocation_bytes = 1u << 31;
+    limits.max_workgroup_count_x = 65535;
+    limits.memory_bytes = std::uint64_t{8} << 30;
+    limits.working_set_bytes = 8u << 20;
+    limits.workgroup_size = 64;
+    return limits;
+}
+
+TEST_CASE("chunk planning: workgroup multiples, the batch, the request and every limit") {
+    ChunkCost cost;
+    cost.work_bytes_per_lane = 4 * 100;
+    cost.largest_io_bytes_per_lane = 4 * 30;
+    cost.io_bytes_per_lane = 4 * 50;
+    // Working set: 8 MiB / 400 bytes = 20971 lanes, rounded down to a multiple of 64.
+    CHECK(chunk_lanes(limits(), cost, 100'000'000, 0) == 20928);
+    CHECK(chunk_lanes(limits(), cost, 1, 0) == 64);  // never more than the batch needs
+    CHECK(chunk_lanes(limits(), cost, 1000, 0) == 1024);
+    CHECK(chunk_lanes(limits(), cost, 100'000, 100) == 128);  // the request, rounded up
+    // A huge request is capped by the storage-buffer range: 128 MiB / 400 bytes.
+    CHECK(chunk_lanes(limits(), cost, 100'000'000, 10'000'000) == 335488);
+    // ... and by the dispatch size.
+    ChunkCost tiny;
+    tiny.work_bytes_per_lane = 4;
+    tiny.largest_io_bytes_per_lane = 4;
+    tiny.io_bytes_per_lane = 8;
+    CHECK(chunk_lanes(limits(), tiny, 100'000'000, 100'000'000) == 65535u * 64);
+    // A big tape: the working set would allow 256 lanes, the occupancy target asks for 4096.
+    ChunkLimits busy = limits();
+    busy.occupancy_lanes = 4096;
+    ChunkCost big;
+    big.work_bytes_per_lane = 32768;
+    big.largest_io_bytes_per_lane = 64;
+    big.io_bytes_per_lane = 128;
+    CHECK(chunk_lanes(limits(), big, 100'000'000, 0) == 256);
+    CHECK(chunk_lanes(busy, big, 100'000'000, 0) == 4096);
+    CHECK(chunk_lanes(busy, cost, 100'000'000, 0) == 20928);  // a small tape: the cache wins
+    // A tape whose work for one workgroup exceeds a buffer is refused clearly.
+    ChunkCost huge;
+    huge.work_bytes_per_lane = 4u << 20;
+    CHECK_THROWS_AS(chunk_lanes(limits(), huge, 10, 0), Unsupported);
+}
+
+TEST_CASE("chunk sizes of a Vm stay within the device's storage-buffer range") {
+    const gpu::Vm vm(examples::example_tape("ba-param"), test_options());
+    for (const char* mode : {"forward", "jacobian", "jvp", "vjp", "hvp"}) {
+        CAPTURE(mode);
+        const std::size_t lanes = vm.chunk_points<float>(mode);
+        CHECK(lanes % 64 == 0);
+        CHECK(lanes >= 64);
+        CHECK(lanes * vm.tape().slot_count() * 4 * 4 <= vm.device().max_storage_buffer_range);
+    }
+}
+
+}  // namespace
+}  // namespace tapevm::test
