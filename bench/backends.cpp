@@ -4,25 +4,14 @@
 
 #include "tapevm/error.hpp"
 
-// The build defines TAPEVM_BENCH_CPU, TAPEVM_BENCH_GPU and TAPEVM_BENCH_ADOLC (0 or 1) by what
-// it found (bench/meson.build).
-#if !defined(TAPEVM_BENCH_CPU) || !defined(TAPEVM_BENCH_GPU) || !defined(TAPEVM_BENCH_ADOLC)
-#error "bench/meson.build defines TAPEVM_BENCH_CPU, TAPEVM_BENCH_GPU and TAPEVM_BENCH_ADOLC"
+// The build defines TAPEVM_BENCH_ADOLC (0 or 1) by whether it found ADOL-C (bench/meson.build).
+#if !defined(TAPEVM_BENCH_ADOLC)
+#error "bench/meson.build defines TAPEVM_BENCH_ADOLC"
 #endif
 
 namespace tapevm::bench {
 namespace {
 
-#if TAPEVM_BENCH_CPU
-constexpr auto cpu_factory = &make_cpu_runner;
-#else
-constexpr std::unique_ptr<Runner> (*cpu_factory)(const Problem&) = nullptr;
-#endif
-#if TAPEVM_BENCH_GPU
-constexpr auto gpu_factory = &make_gpu_runner;
-#else
-constexpr std::unique_ptr<Runner> (*gpu_factory)(const Problem&) = nullptr;
-#endif
 #if TAPEVM_BENCH_ADOLC
 constexpr auto adolc_factory = &make_adolc_runner;
 #else
@@ -34,10 +23,10 @@ const BackendInfo all[] = {
      &make_native_simd_runner, ""},
     {"native-scalar", "the workload's C++ template compiled for double/float, one point at a time (primal)",
      &make_native_scalar_runner, ""},
-    {"cpu", "tapevm::cpu::Vm, the SIMD batch interpreter", cpu_factory,
-     "not in this build (src/vm_cpu has no tapevm/cpu.hpp)"},
-    {"gpu", "tapevm::gpu::Vm, device-resident buffers", gpu_factory,
-     "not in this build (bench/backend_gpu.cpp is not written yet)"},
+    {"cpu", "tapevm::cpu::Vm, the SIMD batch interpreter", &make_cpu_runner, ""},
+    {"gpu", "tapevm::gpu::Vm, device-resident buffers (compute only)", &make_gpu_runner, ""},
+    {"gpu-e2e", "tapevm::gpu::Vm from host spans: uploads and downloads inside the clock",
+     &make_gpu_end_to_end_runner, ""},
     {"reference", "tapevm::reference::Vm, the scalar oracle", &make_reference_runner, ""},
     {"adolc", "ADOL-C: taped once, jacobian()/gradient() per point (double only)", adolc_factory,
      "not in this build (ADOL-C, Debian's libadolc-dev, was not found)"},

@@ -1,3 +1,7 @@
+// Functions and out parameters are `precise` (SPIR-V NoContraction): the exact-error steps
+// must not be reassociated or contracted by the driver's compiler (Mesa's NIR otherwise folds
+// x - ((1 + x) - 1) to 0, which broke log1p, asinh, atanh on lavapipe).
+//
 // The double-precision math policy: GLSL has no double transcendentals, so each one is
 // written here (range reduction + polynomials fitted by fit_polynomials.py, in the manner of
 // fdlibm/cephes). Semantics follow the C++ std:: functions on signed zeros, infinities, NaN
@@ -10,11 +14,11 @@
 #include "math_f64_constants.glsl"
 
 // ---- bits -------------------------------------------------------------------------------
-double tv_from_words(uint hi, uint lo) { return packDouble2x32(uvec2(lo, hi)); }
+precise double tv_from_words(uint hi, uint lo) { return packDouble2x32(uvec2(lo, hi)); }
 uint tv_hi(double x) { return unpackDouble2x32(x).y; }
 uint tv_lo(double x) { return unpackDouble2x32(x).x; }
-double tv_nan_f64() { return tv_from_words(0x7ff80000u, 0u); }
-double tv_inf_f64() { return tv_from_words(0x7ff00000u, 0u); }
+precise double tv_nan_f64() { return tv_from_words(0x7ff80000u, 0u); }
+precise double tv_inf_f64() { return tv_from_words(0x7ff00000u, 0u); }
 bool tv_isnan(double x) {
     uint h = tv_hi(x) & 0x7fffffffu;
     return h > 0x7ff00000u || (h == 0x7ff00000u && tv_lo(x) != 0u);
@@ -22,63 +26,92 @@ bool tv_isnan(double x) {
 bool tv_isinf(double x) { return (tv_hi(x) & 0x7fffffffu) == 0x7ff00000u && tv_lo(x) == 0u; }
 bool tv_isfinite(double x) { return (tv_hi(x) & 0x7fffffffu) < 0x7ff00000u; }
 bool tv_signbit(double x) { return (tv_hi(x) >> 31) != 0u; }
-double tv_abs(double x) { return tv_from_words(tv_hi(x) & 0x7fffffffu, tv_lo(x)); }
-double tv_copysign(double x, double s) {
+precise double tv_abs(double x) { return tv_from_words(tv_hi(x) & 0x7fffffffu, tv_lo(x)); }
+precise double tv_copysign(double x, double s) {
     return tv_from_words((tv_hi(x) & 0x7fffffffu) | (tv_hi(s) & 0x80000000u), tv_lo(x));
 }
 // x with the low 32 bits of its significand cleared (a head for exact products).
-double tv_head32(double x) { return tv_from_words(tv_hi(x), 0u); }
+precise double tv_head32(double x) { return tv_from_words(tv_hi(x), 0u); }
 // 2^k for -1022 <= k <= 1023.
-double tv_pow2(int k) { return tv_from_words(uint(k + 1023) << 20, 0u); }
+precise double tv_pow2(int k) { return tv_from_words(uint(k + 1023) << 20, 0u); }
 // x * 2^k for |k| <= 3000, rounded once when x is normal (the steps are exact until the last).
-double tv_scale(double x, int k) {
+precise double tv_scale(double x, int k) {
     int k1 = clamp(k, -1000, 1000);
     int k2 = clamp(k - k1, -1000, 1000);
     return x * tv_pow2(k1) * tv_pow2(k2) * tv_pow2(k - k1 - k2);
 }
 
 // ---- policy basics ----------------------------------------------------------------------
-double tv_select(bool m, double x, double y) { return m ? x : y; }
+precise double tv_select(bool m, double x, double y) { return m ? x : y; }
 // The zero-absorbing accumulation rule (contribution() of detail/math_scalar.hpp).
-double tv_contribution(double partial, double seed) {
+precise double tv_contribution(double partial, double seed) {
     return (partial == 0.0LF || seed == 0.0LF) ? 0.0LF : partial * seed;
 }
-double tv_sign(double x) { return x > 0.0LF ? 1.0LF : (x < 0.0LF ? -1.0LF : x); }
-double tv_floor(double x) { return floor(x); }
-double tv_ceil(double x) { return ceil(x); }
-double tv_trunc(double x) { return trunc(x); }
+precise double tv_sign(double x) { return x > 0.0LF ? 1.0LF : (x < 0.0LF ? -1.0LF : x); }
+precise double tv_floor(double x) { return floor(x); }
+precise double tv_ceil(double x) { return ceil(x); }
+precise double tv_trunc(double x) { return trunc(x); }
 // Half away from zero (std::round); GLSL's round() may round halves either way.
-double tv_round(double x) {
+precise double tv_round(double x) {
     double t = trunc(x);
     return tv_abs(x - t) >= 0.5LF ? t + tv_copysign(1.0LF, x) : t;
 }
-double tv_fma(double x, double y, double z) { return fma(x, y, z); }
-double tv_sqrt(double x) { return x < 0.0LF ? tv_nan_f64() : (x == 0.0LF ? x : sqrt(x)); }
+precise double tv_sqrt(double x) { return x < 0.0LF ? tv_nan_f64() : (x == 0.0LF ? x : sqrt(x)); }
 
 // ---- double-double helpers --------------------------------------------------------------
-void tv_two_sum(double a, double b, out double s, out double e) {
+void tv_two_sum(double a, double b, precise out double s, precise out double e) {
     s = a + b;
     double v = s - a;
     e = (a - (s - v)) + (b - v);
 }
-// Exact product a * b = p + e (Dekker; heads by clearing 27 low bits).
-void tv_two_product(double a, double b, out double p, out double e) {
-    double ah = tv_from_words(tv_hi(a), tv_lo(a) & 0xf8000000u), al = a - ah;
-    double bh = tv_from_words(tv_hi(b), tv_lo(b) & 0xf8000000u), bl = b - bh;
+// a = head + tail with both halves of at most 26 significant bits (the tail signed): the top
+// 26 bits of the significand, rounded to nearest by adding one unit when the cleared 27 bits
+// are at least half a unit (Veltkamp's split without its overflow at large |a|).
+precise double tv_split_head(double a) {
+    double h = tv_from_words(tv_hi(a), tv_lo(a) & 0xf8000000u);
+    double unit = tv_from_words(tv_hi(a) & 0xfff00000u, 0u) * 2.9802322387695312e-08LF;  // 2^-25
+    double up = h + unit;  // inf only at the top binade's last values: keep h (27-bit tail)
+    return tv_abs(a - h) >= 0.5LF * tv_abs(unit) && tv_isfinite(up) ? up : h;
+}
+// Exact product a * b = p + e (Dekker), barring underflow and overflow.
+void tv_two_product(double a, double b, precise out double p, precise out double e) {
+    double ah = tv_split_head(a), al = a - ah;
+    double bh = tv_split_head(b), bl = b - bh;
     p = a * b;
     e = ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+}
+
+// fma without relying on a fused builtin (Vulkan does not promise one; lavapipe's is not):
+// the exact product and sum, rounded at the end (faithful; exact on cancellation).
+precise double tv_fma(double x, double y, double z) {
+    // Scaled so that the exact product and sum neither overflow nor lose bits to underflow:
+    // by 1/4 when x y or z is near overflow, by 2^512 when both are tiny.
+    double p0 = x * y;
+    bool big = !(tv_abs(p0) < 4.49423283715579e307LF && tv_abs(z) < 4.49423283715579e307LF);  // 2^1022: two_sum cannot overflow
+    bool tiny = tv_abs(p0) < 1.1830521861667747e-271LF && tv_abs(z) < 1.1830521861667747e-271LF;  // 2^-900
+    double scale = big ? 0.25LF : (tiny ? 1.3407807929942597e154LF : 1.0LF);
+    double p, e, s, t;
+    tv_two_product(x * scale, y, p, e);
+    tv_two_sum(p, z * scale, s, t);
+    double exact = (tv_isfinite(s) ? s + (t + e) : s) * (big ? 4.0LF : (tiny ? 7.458340731200207e-155LF : 1.0LF));
+    exact = p == 0.0LF ? (z == 0.0LF ? p : z) : exact;  // x y negligible even scaled
+    // Non-finite operands and exact zero products: x y + z is right, except for finite
+    // x y + inf.
+    double naive = (tv_isfinite(x) && tv_isfinite(y) && tv_isinf(z)) ? z : p0 + z;
+    bool regular = tv_isfinite(x) && tv_isfinite(y) && tv_isfinite(z) && x != 0.0LF && y != 0.0LF;
+    return regular ? exact : naive;
 }
 
 // ---- exp family -------------------------------------------------------------------------
 // exp(hi - lo) for |hi - lo| <= ln2/2 with the rational form exp(r) = 1 + 2r / (R(r^2) - r)
 // (fdlibm's e_exp.c, own coefficients).
-double tv_exp_kernel(double hi, double lo) {
+precise double tv_exp_kernel(double hi, double lo) {
     double r = hi - lo;
     double t = r * r;
     double c = r - t * (TVD_EXP_P0 + t * (TVD_EXP_P1 + t * (TVD_EXP_P2 + t * (TVD_EXP_P3 + t * TVD_EXP_P4))));
     return 1.0LF - ((lo - (r * c) / (2.0LF - c)) - hi);
 }
-double tv_exp(double x) {
+precise double tv_exp(double x) {
     double k = floor(x * TVD_INV_LN2_HI + 0.5LF);
     k = clamp(k, -1100.0LF, 1100.0LF);
     double hi = x - k * TVD_LN2_HI;  // exact
@@ -88,7 +121,7 @@ double tv_exp(double x) {
     y = x < -745.1332191019412076235LF ? 0.0LF : y;
     return tv_isnan(x) ? x : y;
 }
-double tv_exp2(double x) {
+precise double tv_exp2(double x) {
     double k = floor(clamp(x, -1100.0LF, 1100.0LF) + 0.5LF);
     double f = x - k;  // exact, |f| <= 1/2
     double hi, lo;
@@ -99,7 +132,7 @@ double tv_exp2(double x) {
     y = x < -1075.0LF ? 0.0LF : y;
     return tv_isnan(x) ? x : y;
 }
-double tv_expm1(double x) {
+precise double tv_expm1(double x) {
     double k = floor(x * TVD_INV_LN2_HI + 0.5LF);
     k = clamp(k, -60.0LF, 1100.0LF);
     double hi = x - k * TVD_LN2_HI;
@@ -127,7 +160,7 @@ double tv_expm1(double x) {
 
 // ---- log family -------------------------------------------------------------------------
 // Splits finite x > 0 as 2^k * (1 + f) with 1 + f in [sqrt(1/2), sqrt(2)).
-void tv_log_reduce(double x, out double f, out double k) {
+void tv_log_reduce(double x, precise out double f, precise out double k) {
     bool subnormal = x < 2.2250738585072014e-308LF;
     double y = subnormal ? x * 18014398509481984.0LF : x;  // 2^54
     uint hx = tv_hi(y) + (0x3ff00000u - 0x3fe6a09eu);
@@ -135,7 +168,7 @@ void tv_log_reduce(double x, out double f, out double k) {
     f = tv_from_words((hx & 0x000fffffu) + 0x3fe6a09eu, tv_lo(y)) - 1.0LF;
 }
 // log(1 + f) - f + f^2/2 for f from tv_log_reduce, as s * (f^2/2 + R(s^2)).
-double tv_log_tail(double f, double hfsq) {
+precise double tv_log_tail(double f, double hfsq) {
     double s = f / (2.0LF + f);
     double z = s * s;
     double w = z * (TVD_LOG_P0 + z * (TVD_LOG_P1 + z * (TVD_LOG_P2 + z * (TVD_LOG_P3 + z * (TVD_LOG_P4
@@ -144,12 +177,12 @@ double tv_log_tail(double f, double hfsq) {
 }
 // Special values of the logarithms: NaN for x < 0 (and NaN), -inf at 0, +inf at +inf;
 // returns y otherwise.
-double tv_log_special(double x, double y) {
+precise double tv_log_special(double x, double y) {
     y = x == 0.0LF ? -tv_inf_f64() : y;
     y = x < 0.0LF ? tv_nan_f64() : y;
     return (tv_isnan(x) || x == tv_inf_f64()) ? x + x : y;
 }
-double tv_log(double x) {
+precise double tv_log(double x) {
     double f, k;
     tv_log_reduce(x, f, k);
     double hfsq = 0.5LF * f * f;
@@ -157,12 +190,12 @@ double tv_log(double x) {
     return tv_log_special(x, y);
 }
 // log(1 + f) as hi + lo with hi's low 32 bits clear (for log2, log10: fdlibm's e_log2.c).
-void tv_log1pf_split(double f, out double hi, out double lo) {
+void tv_log1pf_split(double f, precise out double hi, precise out double lo) {
     double hfsq = 0.5LF * f * f;
     hi = tv_head32(f - hfsq);
     lo = (f - hi) - hfsq + tv_log_tail(f, hfsq);
 }
-double tv_log2(double x) {
+precise double tv_log2(double x) {
     double f, k, hi, lo;
     tv_log_reduce(x, f, k);
     tv_log1pf_split(f, hi, lo);
@@ -172,7 +205,7 @@ double tv_log2(double x) {
     val_lo += (k - w) + val_hi;
     return tv_log_special(x, val_lo + w);
 }
-double tv_log10(double x) {
+precise double tv_log10(double x) {
     double f, k, hi, lo;
     tv_log_reduce(x, f, k);
     tv_log1pf_split(f, hi, lo);
@@ -183,7 +216,7 @@ double tv_log10(double x) {
     val_lo += (y2 - w) + val_hi;
     return tv_log_special(x, val_lo + w);
 }
-double tv_log1p(double x) {
+precise double tv_log1p(double x) {
     double u = 1.0LF + x;
     double f, k;
     tv_log_reduce(tv_isfinite(u) && u > 0.0LF ? u : 1.0LF, f, k);
@@ -215,7 +248,7 @@ void tv_add_word(inout uint p[8], int k, uint v) {
         v = carry;
     }
 }
-void tv_reduce_large(double ax, out double hi, out double lo, out int n) {
+void tv_reduce_large(double ax, precise out double hi, precise out double lo, out int n) {
     int e = int((tv_hi(ax) >> 20) & 0x7ffu) - 1075;  // ax = M 2^e
     uint mh = (tv_hi(ax) & 0x000fffffu) | 0x00100000u, ml = tv_lo(ax);
     uint p[8];
@@ -256,7 +289,7 @@ void tv_reduce_large(double ax, out double hi, out double lo, out int n) {
     n = int(q);
 }
 // x = n pi/2 + hi + lo with |hi + lo| <= ~pi/4 (finite x).
-void tv_reduce_pio2(double x, out double hi, out double lo, out int n) {
+void tv_reduce_pio2(double x, precise out double hi, precise out double lo, out int n) {
     double ax = tv_abs(x);
     if (ax < 1.6e6LF) {  // Cody-Waite with pi/2 in four parts: k * part exact for k < 2^20
         double k = floor(ax * 0.6366197723675814LF + 0.5LF);
@@ -278,13 +311,13 @@ void tv_reduce_pio2(double x, out double hi, out double lo, out int n) {
     }
 }
 // sin(hi + lo) and cos(hi + lo) for |hi + lo| <= ~pi/4.
-double tv_sin_kernel(double x, double y) {
+precise double tv_sin_kernel(double x, double y) {
     double z = x * x;
     double p = TVD_SIN_P1 + z * (TVD_SIN_P2 + z * (TVD_SIN_P3 + z * (TVD_SIN_P4 + z * (TVD_SIN_P5 + z * TVD_SIN_P6))));
     double v = z * x;
     return x + (v * (TVD_SIN_P0 + z * p) + y * (1.0LF - 0.5LF * z));
 }
-double tv_cos_kernel(double x, double y) {
+precise double tv_cos_kernel(double x, double y) {
     double z = x * x;
     double p = z * z * (TVD_COS_P0 + z * (TVD_COS_P1 + z * (TVD_COS_P2 + z * (TVD_COS_P3 + z * (TVD_COS_P4
         + z * (TVD_COS_P5 + z * TVD_COS_P6))))));
@@ -292,7 +325,7 @@ double tv_cos_kernel(double x, double y) {
     double w = 1.0LF - hz;
     return w + (((1.0LF - w) - hz) + (p - x * y));
 }
-double tv_sin(double x) {
+precise double tv_sin(double x) {
     double hi, lo;
     int n;
     tv_reduce_pio2(tv_isfinite(x) ? x : 0.0LF, hi, lo, n);
@@ -301,7 +334,7 @@ double tv_sin(double x) {
     y = (n & 2) == 0 ? y : -y;
     return x == 0.0LF ? x : (tv_isfinite(x) ? y : tv_nan_f64());
 }
-double tv_cos(double x) {
+precise double tv_cos(double x) {
     double hi, lo;
     int n;
     tv_reduce_pio2(tv_isfinite(x) ? x : 0.0LF, hi, lo, n);
@@ -310,7 +343,7 @@ double tv_cos(double x) {
     y = (n & 2) == 0 ? y : -y;
     return tv_isfinite(x) ? y : tv_nan_f64();
 }
-double tv_tan(double x) {
+precise double tv_tan(double x) {
     double hi, lo;
     int n;
     tv_reduce_pio2(tv_isfinite(x) ? x : 0.0LF, hi, lo, n);

@@ -2,21 +2,21 @@
 // same GLSL/C++ subset).
 
 // asin(x) - x for |x| <= 1/2, as x * z * P(z), z = x^2.
-double tv_asin_tail(double x, double z) {
+precise double tv_asin_tail(double x, double z) {
     double p = TVD_ASIN_P0 + z * (TVD_ASIN_P1 + z * (TVD_ASIN_P2 + z * (TVD_ASIN_P3 + z * (TVD_ASIN_P4
         + z * (TVD_ASIN_P5 + z * (TVD_ASIN_P6 + z * (TVD_ASIN_P7 + z * (TVD_ASIN_P8 + z * (TVD_ASIN_P9
         + z * (TVD_ASIN_P10 + z * (TVD_ASIN_P11 + z * TVD_ASIN_P12)))))))))));
     return x * z * p;
 }
 // 2 asin(sqrt(z)) for z in [0, 1/4] as hi + lo (with a corrected square root, fdlibm's idea).
-void tv_asin_twice_sqrt(double z, out double hi, out double lo) {
+void tv_asin_twice_sqrt(double z, precise out double hi, precise out double lo) {
     double s = sqrt(z);
     double df = tv_head32(s);
     double c = s == 0.0LF ? 0.0LF : (z - df * df) / (s + df);  // s = df + c to ~2^-80
     hi = 2.0LF * df;
     lo = 2.0LF * (c + tv_asin_tail(s, z));
 }
-double tv_asin(double x) {
+precise double tv_asin(double x) {
     double ax = tv_abs(x);
     double small = ax + tv_asin_tail(ax, ax * ax);
     double hi, lo;
@@ -26,7 +26,7 @@ double tv_asin(double x) {
     y = ax > 1.0LF ? tv_nan_f64() : tv_copysign(y, x);
     return (x == 0.0LF || tv_isnan(x)) ? x : y;
 }
-double tv_acos(double x) {
+precise double tv_acos(double x) {
     double ax = tv_abs(x);
     double middle = TVD_PIO2_HI - (x - (TVD_PIO2_LO - tv_asin_tail(x, x * x)));
     double hi, lo;
@@ -38,7 +38,7 @@ double tv_acos(double x) {
     return tv_isnan(x) ? x : y;
 }
 // atan(t) - t for |t| <= tan(pi/8), as t * z * P(z).
-double tv_atan_tail(double t) {
+precise double tv_atan_tail(double t) {
     double z = t * t;
     double p = TVD_ATAN_P0 + z * (TVD_ATAN_P1 + z * (TVD_ATAN_P2 + z * (TVD_ATAN_P3 + z * (TVD_ATAN_P4
         + z * (TVD_ATAN_P5 + z * (TVD_ATAN_P6 + z * (TVD_ATAN_P7 + z * (TVD_ATAN_P8 + z * (TVD_ATAN_P9
@@ -46,7 +46,7 @@ double tv_atan_tail(double t) {
     return t * z * p;
 }
 // atan(a) for a >= 0 (a may be +inf): reduced to |t| <= tan(pi/8) around 0, pi/4 or pi/2.
-double tv_atan_positive(double a) {
+precise double tv_atan_positive(double a) {
     // a <= tan(pi/8): atan(a); a <= tan(3pi/8): pi/4 + atan((a-1)/(a+1)); else pi/2 - atan(1/a).
     bool low = a <= 0.41421356237309503LF;
     bool high = a > 2.414213562373095LF;
@@ -55,11 +55,11 @@ double tv_atan_positive(double a) {
     double base_lo = low ? 0.0LF : (high ? TVD_PIO2_LO : TVD_PIO4_LO);
     return base_hi + (t + (tv_atan_tail(t) + base_lo));
 }
-double tv_atan(double x) {
+precise double tv_atan(double x) {
     double y = tv_copysign(tv_atan_positive(tv_abs(x)), x);
     return (x == 0.0LF || tv_isnan(x)) ? x : y;
 }
-double tv_atan2(double y, double x) {
+precise double tv_atan2(double y, double x) {
     double ay = tv_abs(y), ax = tv_abs(x);
     double q = ay / ax;
     q = (tv_isinf(ay) && tv_isinf(ax)) ? 1.0LF : q;
@@ -71,11 +71,11 @@ double tv_atan2(double y, double x) {
 
 // ---- hyperbolic -------------------------------------------------------------------------
 // exp(a) / 2 for a >= 0 up to the overflow threshold of cosh (exp(a/2)^2 / 2 near the top).
-double tv_half_exp(double a) {
+precise double tv_half_exp(double a) {
     double e = tv_exp(0.5LF * a);
     return a < 709.0LF ? 0.5LF * tv_exp(a) : (0.5LF * e) * e;
 }
-double tv_sinh(double x) {
+precise double tv_sinh(double x) {
     double a = tv_abs(x);
     double t = tv_expm1(a);
     double small = 0.5LF * (2.0LF * t - t * t / (t + 1.0LF));  // a < 1
@@ -84,7 +84,7 @@ double tv_sinh(double x) {
     y = tv_copysign(y, x);
     return (x == 0.0LF || tv_isnan(x)) ? x : y;
 }
-double tv_cosh(double x) {
+precise double tv_cosh(double x) {
     double a = tv_abs(x);
     double t = tv_expm1(a);
     double w = 1.0LF + t;
@@ -94,7 +94,7 @@ double tv_cosh(double x) {
     double y = a < 0.34657359027997264LF ? small : (a < 22.0LF ? middle : tv_half_exp(a));
     return tv_isnan(x) ? x : y;
 }
-double tv_tanh(double x) {
+precise double tv_tanh(double x) {
     double a = tv_abs(x);
     double t = tv_expm1(-2.0LF * a);
     double small = -t / (t + 2.0LF);  // a < 1
@@ -103,7 +103,7 @@ double tv_tanh(double x) {
     y = tv_copysign(y, x);
     return (x == 0.0LF || tv_isnan(x)) ? x : y;
 }
-double tv_asinh(double x) {
+precise double tv_asinh(double x) {
     double a = tv_abs(x);
     double z = a * a;
     double small = tv_log1p(a + z / (1.0LF + sqrt(1.0LF + z)));              // a < 2
@@ -113,7 +113,7 @@ double tv_asinh(double x) {
     y = tv_copysign(y, x);
     return (x == 0.0LF || tv_isnan(x) || tv_isinf(x)) ? x : y;
 }
-double tv_acosh(double x) {
+precise double tv_acosh(double x) {
     double t = x - 1.0LF;
     double small = tv_log1p(t + sqrt(2.0LF * t + t * t));                  // x < 2
     double middle = tv_log(2.0LF * x - 1.0LF / (x + sqrt(x * x - 1.0LF)));  // x < 2^28
@@ -122,7 +122,7 @@ double tv_acosh(double x) {
     y = x < 1.0LF ? tv_nan_f64() : y;
     return (tv_isnan(x) || x == tv_inf_f64()) ? x : y;
 }
-double tv_atanh(double x) {
+precise double tv_atanh(double x) {
     double a = tv_abs(x);
     double small = 0.5LF * tv_log1p(2.0LF * a + 2.0LF * a * a / (1.0LF - a));  // a < 1/2
     double large = 0.5LF * tv_log1p(2.0LF * a / (1.0LF - a));

@@ -10,7 +10,7 @@ int tv_ilogb(double x) {
 
 // log2(ax) as t1 + t2 (t1 with its low 32 bits clear) to ~2^-64 relative, for finite ax > 0
 // (the structure of fdlibm's e_pow.c with own coefficients).
-void tv_log2_extended(double ax, out double t1, out double t2) {
+void tv_log2_extended(double ax, precise out double t1, precise out double t2) {
     bool subnormal = ax < 2.2250738585072014e-308LF;
     double b = subnormal ? ax * 9007199254740992.0LF : ax;  // 2^53
     uint hb = tv_hi(b);
@@ -51,7 +51,7 @@ void tv_log2_extended(double ax, out double t1, out double t2) {
     t2 = z_l - (((t1 - t) - dp_h) - z_h);
 }
 // 2^(p_h + p_l) for |p_h + p_l| < 1100, p_h with at most 42 significant bits.
-double tv_exp2_extended(double p_h, double p_l) {
+precise double tv_exp2_extended(double p_h, double p_l) {
     double k = floor(p_h + 0.5LF);
     double f = p_h - k;  // exact
     double t = tv_head32(p_l + f);
@@ -62,7 +62,7 @@ double tv_exp2_extended(double p_h, double p_l) {
     return tv_scale(tv_exp_kernel(z, -w), int(k));
 }
 // pow for finite ax > 0 and finite y.
-double tv_pow_positive(double ax, double y) {
+precise double tv_pow_positive(double ax, double y) {
     double t1, t2;
     tv_log2_extended(ax, t1, t2);
     double y1 = tv_head32(y);
@@ -73,7 +73,7 @@ double tv_pow_positive(double ax, double y) {
     double e = tv_exp2_extended(finite ? p_h : 0.0LF, finite ? p_l : 0.0LF);
     return z >= 1100.0LF ? tv_inf_f64() : (z <= -1100.0LF ? 0.0LF : e);
 }
-double tv_pow(double x, double y) {
+precise double tv_pow(double x, double y) {
     double ax = tv_abs(x), ay = tv_abs(y);
     bool y_integer = trunc(y) == y;
     bool y_odd = y_integer && ay < 18014398509481984.0LF && trunc(0.5LF * y) != 0.5LF * y;
@@ -89,11 +89,11 @@ double tv_pow(double x, double y) {
     return (y == 0.0LF || x == 1.0LF) ? 1.0LF : r;
 }
 // std::pow(x, double(n)) (what the reference VM computes), with the exact small cases fast.
-double tv_powi(double x, int n) {
+precise double tv_powi(double x, int n) {
     return n == 1 ? x : (n == 2 ? x * x : tv_pow(x, double(n)));
 }
 
-double tv_cbrt(double x) {
+precise double tv_cbrt(double x) {
     double a = tv_abs(x);
     int e = tv_ilogb(tv_isfinite(a) && a != 0.0LF ? a : 1.0LF);
     int q = e >= 0 ? e / 3 : -((2 - e) / 3);  // floor(e / 3)
@@ -108,7 +108,7 @@ double tv_cbrt(double x) {
     return (x == 0.0LF || !tv_isfinite(x)) ? x + x : y;
 }
 
-double tv_hypot(double x, double y) {
+precise double tv_hypot(double x, double y) {
     double a = tv_abs(x), b = tv_abs(y);
     bool swap = b > a;
     double big = swap ? b : a, small = swap ? a : b;
@@ -132,7 +132,7 @@ double tv_hypot(double x, double y) {
 
 // Exact fmod (C's): subtracts the largest |y| 2^k <= r while r >= |y|, each step exact.
 // Takes up to ilogb(x) - ilogb(y) + 1 steps (a loop of up to ~2100 for extreme ratios).
-double tv_fmod(double x, double y) {
+precise double tv_fmod(double x, double y) {
     double ax = tv_abs(x), ay = tv_abs(y);
     bool regular = tv_isfinite(x) && tv_isfinite(y) && y != 0.0LF;
     double r = regular ? ax : 0.0LF;

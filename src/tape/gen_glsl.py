@@ -95,12 +95,12 @@ def op_functions(table, op, Emitter):
     value = Emitter(op, set(names)).emit(op["value"])
     out = [
         f"// {op['name']}: {op['value']}",
-        f"REAL tv_value_{name}({', '.join(parameters)}) {{",
+        f"precise REAL tv_value_{name}({', '.join(parameters)}) {{",
         f"    return {value};",
         "}",
     ]
     if has_partials(op):
-        outs = [f"out REAL d{index}" for index in range(op["arity"])]
+        outs = [f"precise out REAL d{index}" for index in range(op["arity"])]
         known = set(names) | {"r"}
         body = []
         for let_name, let_source in op["lets"]:

@@ -9,6 +9,10 @@
 // per instruction per block. The per-op arithmetic is the op table's Formula<Op> with the
 // SIMD policy (simd_math.hpp), or with dual numbers over it for hvp.
 //
+// Each sweep's per-op lambda is out of line (noinline): visit_op's switch is then a jump to
+// one small function per op, instead of one large function whose prologue every
+// instruction pays.
+//
 // Code here is compiled with the instruction set's flags, so it calls no out-of-line
 // function shared with other translation units (a linker may keep any one copy of an inline
 // function): anything that allocates or grows a container (guards, reports) is in vm.cpp.
@@ -18,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 
 #include "detail/dual.hpp"
 #include "detail/op_formulas.hpp"
@@ -32,6 +37,10 @@ template <class Arch, class Real> struct Kernel {
     using D = tapevm::detail::Dual<V, M>;
     using DM = tapevm::detail::DualMath<V, M>;
     static constexpr std::size_t width = M::width;
+    /// The formulas for values of type X: SimdFormula for plain batches (dual numbers get
+    /// their operators from dual.hpp, which goes through the policy).
+    template <Op op, class X>
+    using FormulaOf = std::conditional_t<std::is_same_v<X, V>, SimdFormula<op>, tapevm::detail::Formula<op>>;
 
     // Storage views: at(slot[, row]) gives a Pointer to the slot's lanes, load/store take a
     // Pointer and a lane offset (a multiple of width). Loops take their pointers first, so
@@ -92,7 +101,7 @@ template <class Arch, class Real> struct Kernel {
     template <Op op, class MM, class X, class Store, class Pointer>
     static void partials_at(const Instruction& ins, const Pointer* x, Pointer r, std::size_t l,
                             X (&d)[tapevm::detail::Formula<op>::arity]) {
-        using F = tapevm::detail::Formula<op>;
+        using F = FormulaOf<op, X>;
         const X result = Store::load(r, l);
         if constexpr (F::immediate) {
             F::template partials<MM>(Store::load(x[0], l), powi_exponent(ins), result, d);
@@ -112,30 +121,32 @@ template <class Arch, class Real> struct Kernel {
         const auto instructions = tape.instructions();
         for (const std::uint32_t slot : plan.compute_slots) {
             const Instruction ins = instructions[slot];
-            tapevm::detail::visit_op(ins.op, [&](auto tag) {
-                constexpr Op op = decltype(tag)::value;
-                if constexpr (!has_flag(op, op_flag::leaf)) {
-                    using F = tapevm::detail::Formula<op>;
-                    typename Store::Pointer x[F::arity];
-                    operand_pointers<Store, F::arity>(values, ins, x);
-                    const typename Store::Pointer out = values.at(slot);
-                    for (std::size_t l = 0; l < lanes; l += width) {
-                        if constexpr (F::immediate) {
-                            Store::store(out, l,
-                                         F::template value<MM>(Store::load(x[0], l), powi_exponent(ins)));
-                        } else if constexpr (F::arity == 1) {
-                            Store::store(out, l, F::template value<MM>(Store::load(x[0], l)));
-                        } else if constexpr (F::arity == 2) {
-                            Store::store(out, l,
-                                         F::template value<MM>(Store::load(x[0], l), Store::load(x[1], l)));
-                        } else {
-                            Store::store(out, l,
-                                         F::template value<MM>(Store::load(x[0], l), Store::load(x[1], l),
-                                                               Store::load(x[2], l)));
+            tapevm::detail::visit_op(
+                ins.op, [&](auto tag) __attribute__((noinline)) {
+                    constexpr Op op = decltype(tag)::value;
+                    if constexpr (!has_flag(op, op_flag::leaf)) {
+                        using F = FormulaOf<op, X>;
+                        typename Store::Pointer x[F::arity];
+                        operand_pointers<Store, F::arity>(values, ins, x);
+                        const typename Store::Pointer out = values.at(slot);
+                        for (std::size_t l = 0; l < lanes; l += width) {
+                            if constexpr (F::immediate) {
+                                Store::store(out, l,
+                                             F::template value<MM>(Store::load(x[0], l), powi_exponent(ins)));
+                            } else if constexpr (F::arity == 1) {
+                                Store::store(out, l, F::template value<MM>(Store::load(x[0], l)));
+                            } else if constexpr (F::arity == 2) {
+                                Store::store(
+                                    out, l,
+                                    F::template value<MM>(Store::load(x[0], l), Store::load(x[1], l)));
+                            } else {
+                                Store::store(out, l,
+                                             F::template value<MM>(Store::load(x[0], l), Store::load(x[1], l),
+                                                                   Store::load(x[2], l)));
+                            }
                         }
                     }
-                }
-            });
+                });
         }
     }
 
@@ -147,39 +158,40 @@ template <class Arch, class Real> struct Kernel {
         const std::size_t rows = tangents.rows;
         for (const Step& step : plan.tangent_steps) {
             const Instruction ins = instructions[step.slot];
-            tapevm::detail::visit_op(ins.op, [&](auto tag) {
-                constexpr Op op = decltype(tag)::value;
-                if constexpr (!has_flag(op, op_flag::leaf)) {
-                    using F = tapevm::detail::Formula<op>;
-                    if constexpr (F::has_partials) {
-                        Real* x[F::arity];
-                        operand_pointers<Values, F::arity>(values, ins, x);
-                        Real* t[F::arity];
-                        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
-                        for (std::uint32_t k = 0; k < F::arity; ++k) t[k] = tangents.at(operands[k], 0);
-                        Real* const r = values.at(step.slot);
-                        Real* const out = tangents.at(step.slot, 0);
-                        const unsigned active = step.active;
-                        for (std::size_t l = 0; l < lanes; l += width) {
-                            V d[F::arity];
-                            partials_at<op, M, V, Values>(ins, x, r, l, d);
-                            for (std::size_t row = 0; row < rows; ++row) {
-                                const std::size_t offset = row * lanes + l;
-                                V sum(Real(0));
-                                bool first = true;
-                                for (std::uint32_t k = 0; k < F::arity; ++k) {
-                                    if (!(active & (1u << k))) continue;
-                                    const V c =
-                                        tapevm::detail::contribution<M>(d[k], V::load_aligned(t[k] + offset));
-                                    sum = first ? c : sum + c;
-                                    first = false;
+            tapevm::detail::visit_op(
+                ins.op, [&](auto tag) __attribute__((noinline)) {
+                    constexpr Op op = decltype(tag)::value;
+                    if constexpr (!has_flag(op, op_flag::leaf)) {
+                        using F = tapevm::detail::Formula<op>;
+                        if constexpr (F::has_partials) {
+                            Real* x[F::arity];
+                            operand_pointers<Values, F::arity>(values, ins, x);
+                            Real* t[F::arity];
+                            const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+                            for (std::uint32_t k = 0; k < F::arity; ++k) t[k] = tangents.at(operands[k], 0);
+                            Real* const r = values.at(step.slot);
+                            Real* const out = tangents.at(step.slot, 0);
+                            const unsigned active = step.active;
+                            for (std::size_t l = 0; l < lanes; l += width) {
+                                V d[F::arity];
+                                partials_at<op, M, V, Values>(ins, x, r, l, d);
+                                for (std::size_t row = 0; row < rows; ++row) {
+                                    const std::size_t offset = row * lanes + l;
+                                    V sum(Real(0));
+                                    bool first = true;
+                                    for (std::uint32_t k = 0; k < F::arity; ++k) {
+                                        if (!(active & (1u << k))) continue;
+                                        const V c = tapevm::detail::contribution<M>(
+                                            d[k], V::load_aligned(t[k] + offset));
+                                        sum = first ? c : sum + c;
+                                        first = false;
+                                    }
+                                    sum.store_aligned(out + offset);
                                 }
-                                sum.store_aligned(out + offset);
                             }
                         }
                     }
-                }
-            });
+                });
         }
     }
 
@@ -191,42 +203,43 @@ template <class Arch, class Real> struct Kernel {
         using AP = typename Adjoints::Pointer;
         for (const Step& step : plan.reverse_steps) {
             const Instruction ins = instructions[step.slot];
-            tapevm::detail::visit_op(ins.op, [&](auto tag) {
-                constexpr Op op = decltype(tag)::value;
-                if constexpr (!has_flag(op, op_flag::leaf)) {
-                    using F = tapevm::detail::Formula<op>;
-                    if constexpr (F::has_partials) {
-                        typename Store::Pointer x[F::arity];
-                        operand_pointers<Store, F::arity>(values, ins, x);
-                        const typename Store::Pointer r = values.at(step.slot);
-                        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
-                        const unsigned active = step.active;
-                        const unsigned first = step.first;
-                        AP a[F::arity];
-                        for (std::uint32_t k = 0; k < F::arity; ++k) a[k] = adjoints.at(operands[k], 0);
-                        const AP seeds = adjoints.at(step.slot, 0);
-                        // Partials once per vector, applied to every row (row r of a slot is
-                        // r * lanes further on).
-                        for (std::size_t l = 0; l < lanes; l += width) {
-                            X d[F::arity];
-                            partials_at<op, MM, X, Store>(ins, x, r, l, d);
-                            for (std::size_t row = 0; row < rows; ++row) {
-                                const std::size_t index = row * lanes + l;
-                                const X seed = Adjoints::load(seeds, index);
-                                for (std::uint32_t k = 0; k < F::arity; ++k) {
-                                    if (!(active & (1u << k))) continue;
-                                    const X c = tapevm::detail::contribution<MM>(d[k], seed);
-                                    if (first & (1u << k)) {
-                                        Adjoints::store(a[k], index, c);
-                                    } else {
-                                        Adjoints::store(a[k], index, Adjoints::load(a[k], index) + c);
+            tapevm::detail::visit_op(
+                ins.op, [&](auto tag) __attribute__((noinline)) {
+                    constexpr Op op = decltype(tag)::value;
+                    if constexpr (!has_flag(op, op_flag::leaf)) {
+                        using F = tapevm::detail::Formula<op>;
+                        if constexpr (F::has_partials) {
+                            typename Store::Pointer x[F::arity];
+                            operand_pointers<Store, F::arity>(values, ins, x);
+                            const typename Store::Pointer r = values.at(step.slot);
+                            const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+                            const unsigned active = step.active;
+                            const unsigned first = step.first;
+                            AP a[F::arity];
+                            for (std::uint32_t k = 0; k < F::arity; ++k) a[k] = adjoints.at(operands[k], 0);
+                            const AP seeds = adjoints.at(step.slot, 0);
+                            // Partials once per vector, applied to every row (row r of a slot is
+                            // r * lanes further on).
+                            for (std::size_t l = 0; l < lanes; l += width) {
+                                X d[F::arity];
+                                partials_at<op, MM, X, Store>(ins, x, r, l, d);
+                                for (std::size_t row = 0; row < rows; ++row) {
+                                    const std::size_t index = row * lanes + l;
+                                    const X seed = Adjoints::load(seeds, index);
+                                    for (std::uint32_t k = 0; k < F::arity; ++k) {
+                                        if (!(active & (1u << k))) continue;
+                                        const X c = tapevm::detail::contribution<MM>(d[k], seed);
+                                        if (first & (1u << k)) {
+                                            Adjoints::store(a[k], index, c);
+                                        } else {
+                                            Adjoints::store(a[k], index, Adjoints::load(a[k], index) + c);
+                                        }
                                     }
                                 }
                             }
                         }
                     }
-                }
-            });
+                });
         }
     }
 

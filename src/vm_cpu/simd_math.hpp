@@ -19,6 +19,8 @@
 #include <immintrin.h>
 #include <xsimd/xsimd.hpp>
 
+#include "detail/op_formulas.hpp"
+
 namespace tapevm::cpu::detail {
 
 template <class Arch, class Real> struct SimdMath {
@@ -91,9 +93,28 @@ template <class Arch, class Real> struct SimdMath {
         // xsimd gives +0 for -0.
         return xsimd::select(x == T(Real(0)), x, xsimd::log1p(x));
     }
-    static T sin(T x) { return xsimd::sin(x); }
-    static T cos(T x) { return xsimd::cos(x); }
-    static T tan(T x) { return xsimd::tan(x); }
+    // sin, cos, tan: xsimd picks its argument reduction by the largest lane of the vector, so
+    // a large, infinite or NaN lane would change its neighbours' results (by an ulp). Lanes
+    // beyond 20 pi (and NaN) are computed as 0 and then redone with the C library, so every
+    // vector xsimd sees stays on its small-argument reductions.
+    static Mask trig_outside(T x) { return ~(xsimd::abs(x) <= xsimd::constants::twentypi<T>()); }
+    template <class Xsimd, class Std> static T trig(T x, Xsimd xf, Std sf) {
+        const Mask big = trig_outside(x);
+        if (!xsimd::any(big)) return xf(x);
+        return xsimd::select(big, per_lane(x, sf), xf(xsimd::select(big, T(Real(0)), x)));
+    }
+    static T sin(T x) {
+        return trig(
+            x, [](T v) { return xsimd::sin(v); }, [](Real v) { return std::sin(v); });
+    }
+    static T cos(T x) {
+        return trig(
+            x, [](T v) { return xsimd::cos(v); }, [](Real v) { return std::cos(v); });
+    }
+    static T tan(T x) {
+        return trig(
+            x, [](T v) { return xsimd::tan(v); }, [](Real v) { return std::tan(v); });
+    }
     static T asin(T x) { return xsimd::asin(x); }
     static T acos(T x) { return xsimd::acos(x); }
     static T atan(T x) { return xsimd::atan(x); }
@@ -116,10 +137,12 @@ template <class Arch, class Real> struct SimdMath {
     static T sign(T x) {
         return xsimd::select(x > T(Real(0)), T(Real(1)), xsimd::select(x < T(Real(0)), T(Real(-1)), x));
     }
-    static T floor(T x) { return xsimd::floor(x); }
-    static T ceil(T x) { return xsimd::ceil(x); }
-    static T round(T x) { return xsimd::round(x); }
-    static T trunc(T x) { return xsimd::trunc(x); }
+    // Rounding keeps the argument's sign (xsimd's SSE2 versions give +0 for -0 and for
+    // ceil/trunc/round of small negatives); a nonzero result has that sign anyway.
+    static T floor(T x) { return xsimd::copysign(xsimd::floor(x), x); }
+    static T ceil(T x) { return xsimd::copysign(xsimd::ceil(x), x); }
+    static T round(T x) { return xsimd::copysign(xsimd::round(x), x); }
+    static T trunc(T x) { return xsimd::copysign(xsimd::trunc(x), x); }
     static T fmod(T x, T y) {
         return per_lane(x, y, [](Real a, Real b) { return std::fmod(a, b); });
     }
@@ -163,7 +186,12 @@ template <class Arch, class Real> struct SimdMath {
             return T::load_aligned(xs);
         }
     }
-    static Mask isnan(T x) { return x != x; }
+    // xsimd 8.1's != is ordered on AVX and AVX-512 (false where a lane is NaN), unlike C++'s:
+    // inequality here is the negation of ==, which is right on every instruction set.
+    static Mask isnan(T x) { return ~(x == x); }
+    static Mask not_equal(T x, T y) { return ~(x == y); }
+    /// -x with the sign of zero flipped too (xsimd's AVX-512 minus is 0 - x).
+    static T neg(T x) { return x ^ T(Real(-0.0)); }
     static Mask signbit(T x) { return xsimd::copysign(T(Real(1)), x) < T(Real(0)); }
     static T select(Mask m, T x, T y) { return xsimd::select(m, x, y); }
     static Mask mask_and(Mask x, Mask y) { return x & y; }
@@ -171,7 +199,26 @@ template <class Arch, class Real> struct SimdMath {
     static Mask mask_not(Mask x) { return ~x; }
 
     static Mask is_zero(T x) { return x == T(Real(0)); }
-    static Mask truth(T x) { return x != T(Real(0)); }
+    static Mask truth(T x) { return ~(x == T(Real(0))); }
+};
+
+/// Formula<op> for plain SIMD batches, except the ops whose formulas apply a raw operator that
+/// xsimd 8.1 gets wrong (!= with NaN, unary minus of +0): those use the policy's functions.
+template <Op op> struct SimdFormula : tapevm::detail::Formula<op> {};
+template <> struct SimdFormula<Op::Neg> : tapevm::detail::Formula<Op::Neg> {
+    template <class M, class T> static T value(T a) { return M::neg(a); }
+};
+template <> struct SimdFormula<Op::Ne> : tapevm::detail::Formula<Op::Ne> {
+    template <class M, class T> static T value(T a, T b) { return M::select(M::not_equal(a, b), T(1), T(0)); }
+};
+template <> struct SimdFormula<Op::Select> : tapevm::detail::Formula<Op::Select> {
+    template <class M, class T> static T value(T a, T b, T c) { return M::select(M::truth(a), b, c); }
+    template <class M, class T> static void partials(T a, T, T, T, T (&d)[3]) {
+        const auto taken = M::truth(a);
+        d[0] = T(0);
+        d[1] = M::select(taken, T(1), T(0));
+        d[2] = M::select(taken, T(0), T(1));
+    }
 };
 
 }  // namespace tapevm::cpu::detail

@@ -18,6 +18,7 @@ import sys
 def convert(text):
     text = re.sub(r"^\s*#\s*(version|extension)\b.*$", "", text, flags=re.M)
     text = re.sub(r'#include "([\w./]+)\.glsl"', r'#include "\1.glsl.hpp"', text)
+    text = re.sub(r"\bprecise\s+", "", text)  # GLSL's no-reassociation qualifier
     text = re.sub(r"(\b\d[\d.]*(?:[eE][+-]?\d+)?)LF\b", r"\1", text)
     text = re.sub(r"\binout\s+(\w+)\s+(\w+)\s*\[", r"\1 \2[", text)
     text = re.sub(r"\b(?:out|inout)\s+(\w+)\s+(\w+)", r"\1& \2", text)

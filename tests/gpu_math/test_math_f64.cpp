@@ -101,3 +101,8 @@ TEST_CASE("f64 rounding, sign and bit functions match std:: exactly") {
 }
 
 }  // namespace
+
+TEST_CASE("f64 fma is exact-product based (faithful), not x * y + z") {
+    tapevm::gpu_math::check_fma<double>(
+        [](double x, double y, double z) { return tapevm::glsl::f64::tv_fma(x, y, z); });
+}

@@ -51,7 +51,12 @@ template <class T, class S> Dual<T, S> operator*(Dual<T, S> a, Dual<T, S> b) {
 template <class T, class S> Dual<T, S> operator/(Dual<T, S> a, Dual<T, S> b) {
     return dual_binary<Op::Div>(a, b);
 }
-template <class T, class S> Dual<T, S> operator-(Dual<T, S> a) { return dual_unary<Op::Neg>(a); }
+template <class T, class S> Dual<T, S> operator-(Dual<T, S> a) {
+    Dual<T, S> r = dual_unary<Op::Neg>(a);
+    // A policy with its own neg (SIMD batches whose unary minus keeps +0) negates the value.
+    if constexpr (requires(T x) { S::neg(x); }) r.value = S::neg(a.value);
+    return r;
+}
 template <class T, class S> Dual<T, S>& operator+=(Dual<T, S>& a, Dual<T, S> b) { return a = a + b; }
 
 // Comparisons look at values only: they decide branches, they have no derivative. They
@@ -61,7 +66,11 @@ template <class T, class S> auto operator<=(Dual<T, S> a, Dual<T, S> b) { return
 template <class T, class S> auto operator>(Dual<T, S> a, Dual<T, S> b) { return a.value > b.value; }
 template <class T, class S> auto operator>=(Dual<T, S> a, Dual<T, S> b) { return a.value >= b.value; }
 template <class T, class S> auto operator==(Dual<T, S> a, Dual<T, S> b) { return a.value == b.value; }
-template <class T, class S> auto operator!=(Dual<T, S> a, Dual<T, S> b) { return a.value != b.value; }
+// Not ==, through the policy: the same as != for scalars, and right for SIMD batches whose
+// != is ordered.
+template <class T, class S> auto operator!=(Dual<T, S> a, Dual<T, S> b) {
+    return S::mask_not(a.value == b.value);
+}
 
 template <class T, class S = ScalarMath<T>> struct DualMath {
     using D = Dual<T, S>;

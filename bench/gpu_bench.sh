@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# bench/gpu_bench.sh BIN_DIR OUT_DIR: everything a GPU issue needs, in one call on the GPU machine.
+#
+# BIN_DIR holds a release build's programs (tapevm and the GPU test executables, copied flat) and
+# lib/ with shared libraries the GPU machine lacks (libadolc). Run from the repository root after
+# the Vulkan loader is unpacked (../shared/vulkan-loader/README.md). Steps, each logged to OUT_DIR:
+#   1. tapevm devices, then the GPU tests (tests/gpu and the conformance suite's GPU executable);
+#   2. tapevm bench: the GPU interpreter device-resident (gpu) and with transfers (gpu-e2e), the
+#      CPU VM and the native baselines on this machine's cores, f32 and f64, at 2^16, 2^20, 2^22
+#      points for ba, rosenbrock16 and trig16, and the 10,000+-instruction mlp tape;
+#   3. JAX on the same points (bench/jax_bench.py), float32 and float64.
+# Few files come back from the GPU machine: OUT_DIR gets log.txt (everything printed), tests.txt
+# (the test executables' output) and gpu.json, mlp.json, cpu.json, jax.json (bench records).
+set -uo pipefail
+bin=$1
+out=$2
+mkdir -p "$out"
+export LD_LIBRARY_PATH=$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+tapevm=$bin/tapevm
+# When the loader finds no driver on its default paths, point it at NVIDIA's driver file.
+if [[ -z ${VK_DRIVER_FILES:-} ]] && ! "$tapevm" devices >/dev/null 2>&1; then
+    icd=$(find /usr/local/nvidia /usr/share/vulkan /etc/vulkan /usr/lib -maxdepth 6 -name 'nvidia_icd*.json' 2>/dev/null |
+        head -1)
+    echo "gpu_bench: no driver on the default paths; using VK_DRIVER_FILES=${icd:-<none found>}"
+    [[ -n $icd ]] && export VK_DRIVER_FILES=$icd
+fi
+# TAPEVM_GPU_BENCH_STEPS picks steps (default "tests,gpu,cpu,jax").
+steps=,${TAPEVM_GPU_BENCH_STEPS:-tests,gpu,cpu,jax},
+want() { [[ $steps == *,$1,* ]]; }
+# TAPEVM_GPU_BENCH_POINTS=a,b,c runs other batch sizes (a quick check elsewhere: 256,1024).
+points=${TAPEVM_GPU_BENCH_POINTS:-65536,1048576,4194304}
+largest=${points##*,}
+
+exec > >(tee "$out/log.txt") 2>&1
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
+    lscpu | grep -E "Model name|^CPU\(s\)" 2>&1
+    "$tapevm" devices 2>&1
+}
+
+# 1. tests
+"$tapevm" devices >/dev/null 2>&1 || VK_LOADER_DEBUG=error,driver "$tapevm" devices 2>&1 | tail -20
+for exe in "$bin"/test_gpu_* "$bin"/test_conformance_gpu; do
+    want tests || break
+    [[ -x $exe ]] || continue
+    name=$(basename "$exe")
+    start=$SECONDS
+    echo "==> $name" >>"$out/tests.txt"
+    "$exe" >>"$out/tests.txt" 2>&1
+    status=$?
+    echo "test $name: exit $status ($((SECONDS - start)) s)$([[ $status == 77 ]] && echo ' SKIPPED')"
+done
+
+# 2. tapevm bench
+run_bench() {  # NAME ARGS...
+    local name=$1
+    shift
+    local start=$SECONDS
+    "$tapevm" bench "$@" --json "$out/$name.json" 2>&1
+    echo "bench $name: exit $? ($((SECONDS - start)) s)"
+}
+want gpu && run_bench gpu --workload ba,rosenbrock16,trig16 --backend gpu,gpu-e2e,native-simd --precision f32,f64 \
+    --threads 16 --points "$points"
+want gpu && run_bench mlp --workload mlp --backend gpu,native-simd --precision f32,f64 --threads 16 --points "${points%,*}"
+want cpu && run_bench cpu --workload ba,rosenbrock16,trig16 --backend cpu,native-simd --precision f32,f64 --threads 1,16 \
+    --points "$largest"
+
+# 3. JAX, same points
+for w in ba rosenbrock16 trig16 mlp; do
+    want jax || break
+    n=$largest
+    [[ $w == mlp ]] && n=${points%,*} && n=${n##*,}
+    "$tapevm" bench --workload $w --points $n --write-inputs "/tmp/$w.bin" >/dev/null 2>&1
+    start=$SECONDS
+    python3 bench/jax_bench.py --inputs "/tmp/$w.bin" --points "$(tr , '\n' <<<"$points" | awk -v n=$n '$1<=n' | paste -sd,)" \
+        --precision all --json "/tmp/jax_$w.json" 2>&1
+    echo "jax $w: exit $? ($((SECONDS - start)) s)"
+done
+python3 - "$out/jax.json" /tmp/jax_*.json <<'PY'
+import json, sys
+records = []
+for path in sys.argv[2:]:
+    try:
+        records += json.load(open(path))
+    except (OSError, ValueError) as error:
+        print("jax records:", path, error)
+json.dump(records, open(sys.argv[1], "w"), indent=1)
+PY
