@@ -12,7 +12,7 @@
 //     drivers that contract a * b + c into an fma.
 //   - Derivatives and whole tapes: relative bounds a few orders above the precision: the
 //     formulas are the same, the math library is not std::.
-#include "../gpu/keep_driver_loaded.hpp"
+#include "../keep_driver_loaded.hpp"
 #include "backend.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/gpu.hpp"

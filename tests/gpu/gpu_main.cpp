@@ -7,7 +7,7 @@
 
 #include <doctest/doctest.h>
 
-#include "keep_driver_loaded.hpp"
+#include "../keep_driver_loaded.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/gpu.hpp"
 

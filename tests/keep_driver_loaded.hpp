@@ -3,8 +3,8 @@
 // globals; the Vulkan loader unloads the driver at vkDestroyInstance, so at exit LeakSanitizer
 // sees memory that no loaded module references ("<unknown module>"). Keeping the driver loaded
 // (RTLD_NODELETE) keeps that pointer visible, so LSan reports nothing for it while every other
-// leak, tapevm's included, is still reported. Only under AddressSanitizer, only in the GPU
-// test executables; a machine without lavapipe is unaffected.
+// leak, tapevm's included, is still reported. Only under AddressSanitizer; called by every test
+// main (the CLI and bench suites reach the GPU too); a machine without lavapipe is unaffected.
 #pragma once
 
 #if defined(__SANITIZE_ADDRESS__)
