@@ -19,6 +19,7 @@
 #include <doctest/doctest.h>
 
 #include "cli.hpp"
+#include "cli_support.hpp"
 #include "demo_workload.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/reference.hpp"
@@ -31,23 +32,8 @@ using tapevm::Batch;
 using tapevm::Tape;
 namespace fs = std::filesystem;
 
-struct CliResult {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-CliResult run_cli(std::initializer_list<std::string> args) {
-    const std::vector<std::string> owned(args);
-    const std::vector<std::string_view> views(owned.begin(), owned.end());
-    std::ostringstream out;
-    std::ostringstream err;
-    CliResult result;
-    result.status = tapevm::cli::run(views, out, err);
-    result.out = out.str();
-    result.err = err.str();
-    return result;
-}
+using tapevm::test::CliResult;
+using tapevm::test::run_cli;
 
 // A fresh directory under the system's temporary directory, removed with its contents.
 class TempDir {

@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../cli_support.hpp"
 #include "backends.hpp"
 #include "cli.hpp"
 
@@ -18,23 +19,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliResult {
-    int status = -1;
-    std::string out;
-    std::string err;
-};
-
-CliResult run_cli(std::initializer_list<std::string> args) {
-    const std::vector<std::string> owned(args);
-    const std::vector<std::string_view> views(owned.begin(), owned.end());
-    std::ostringstream out;
-    std::ostringstream err;
-    CliResult result;
-    result.status = tapevm::cli::run(views, out, err);
-    result.out = out.str();
-    result.err = err.str();
-    return result;
-}
+using tapevm::test::CliResult;
+using tapevm::test::run_cli;
 
 fs::path temp_path(std::string_view name) {
     std::random_device entropy;
