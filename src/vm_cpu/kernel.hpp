@@ -26,10 +26,53 @@
 
 #include "detail/dual.hpp"
 #include "detail/op_formulas.hpp"
+#include "program_sweeps.hpp"
 #include "request.hpp"
 #include "simd_math.hpp"
+#include "transpose.hpp"
 
 namespace tapevm::cpu::detail {
+
+/// Prefetches of the next block's inputs and results, spread over the current block's
+/// instructions (`issue` once per instruction), so they arrive while this block computes
+/// instead of stalling its gather and scatter.
+class Prefetch {
+public:
+    void add(const void* begin, std::size_t bytes, bool write) {
+        if (bytes == 0 || ranges_ == max_ranges) return;
+        const char* p = static_cast<const char*>(begin);
+        range_[ranges_++] = {p, p + bytes, write};
+        lines_ += (bytes + line - 1) / line;
+    }
+    /// Spreads the prefetches over `instructions` calls of issue().
+    void spread_over(std::size_t instructions) { per_issue_ = lines_ / std::max<std::size_t>(1, instructions) + 1; }
+    void issue() {
+        for (std::size_t k = 0; k < per_issue_ && current_ < ranges_; ++k) {
+            Range& r = range_[current_];
+            if (r.write) {
+                __builtin_prefetch(r.next, 1, 2);
+            } else {
+                __builtin_prefetch(r.next, 0, 2);
+            }
+            r.next += line;
+            if (r.next >= r.end) ++current_;
+        }
+    }
+
+private:
+    struct Range {
+        const char* next;
+        const char* end;
+        bool write;
+    };
+    static constexpr std::size_t line = 64;
+    static constexpr std::size_t max_ranges = 3;
+    Range range_[max_ranges] = {};
+    std::size_t ranges_ = 0;
+    std::size_t current_ = 0;
+    std::size_t lines_ = 0;
+    std::size_t per_issue_ = 0;
+};
 
 template <class Arch, class Real> struct Kernel {
     using M = SimdMath<Arch, Real>;
@@ -117,9 +160,11 @@ template <class Arch, class Real> struct Kernel {
 
     /// The value sweep over every non-leaf slot (inputs, params and constants are in place).
     template <class MM, class X, class Store>
-    static void evaluate(const Tape& tape, const Plan& plan, const Store& values, std::size_t lanes) {
+    static void evaluate(const Tape& tape, const Plan& plan, const Store& values, std::size_t lanes,
+                         Prefetch& prefetch) {
         const auto instructions = tape.instructions();
         for (const std::uint32_t slot : plan.compute_slots) {
+            prefetch.issue();
             const Instruction ins = instructions[slot];
             tapevm::detail::visit_op(
                 ins.op, [&](auto tag) __attribute__((noinline)) {
@@ -151,12 +196,13 @@ template <class Arch, class Real> struct Kernel {
     }
 
     /// Forward mode over `tangents.rows` directions; input rows hold the seeds.
-    static void tangent_sweep(const Tape& tape, const Plan& plan, const Values& values,
-                              const Rows& tangents) {
+    static void tangent_sweep(const Tape& tape, const Plan& plan, const Values& values, const Rows& tangents,
+                              Prefetch& prefetch) {
         const auto instructions = tape.instructions();
         const std::size_t lanes = values.lanes;
         const std::size_t rows = tangents.rows;
         for (const Step& step : plan.tangent_steps) {
+            prefetch.issue();
             const Instruction ins = instructions[step.slot];
             tapevm::detail::visit_op(
                 ins.op, [&](auto tag) __attribute__((noinline)) {
@@ -198,10 +244,12 @@ template <class Arch, class Real> struct Kernel {
     /// Reverse mode over `rows` adjoint rows; output seeds are in place.
     template <class MM, class X, class Store, class Adjoints>
     static void reverse_sweep(const Tape& tape, const Plan& plan, const Store& values,
-                              const Adjoints& adjoints, std::size_t rows, std::size_t lanes) {
+                              const Adjoints& adjoints, std::size_t rows, std::size_t lanes,
+                              Prefetch& prefetch) {
         const auto instructions = tape.instructions();
         using AP = typename Adjoints::Pointer;
         for (const Step& step : plan.reverse_steps) {
+            prefetch.issue();
             const Instruction ins = instructions[step.slot];
             tapevm::detail::visit_op(
                 ins.op, [&](auto tag) __attribute__((noinline)) {
@@ -244,19 +292,23 @@ template <class Arch, class Real> struct Kernel {
     }
 
     /// dst column c (at dst + c * stride) lane l = src[(first + l) * columns + c], zero in the
-    /// padding lanes. Reads the caller's rows in order (streaming from memory); the writes
-    /// stay within the block.
+    /// padding lanes. Tiles of `width` points by `width` columns move with vector loads and an
+    /// in-register transpose; the rest one value at a time.
     static void gather(Real* dst, std::size_t stride, const Real* src, std::size_t columns, std::size_t first,
                        std::size_t count, std::size_t lanes) {
         const Real* rows = src + first * columns;
         const std::size_t whole = count - count % width;
+        const std::size_t tiled = columns - columns % width;
         for (std::size_t l0 = 0; l0 < whole; l0 += width) {
-            // A tile of `width` rows: one aligned vector store per column.
             const Real* tile = rows + l0 * columns;
-            for (std::size_t c = 0; c < columns; ++c) {
-                alignas(Arch::alignment()) Real lanes_of_column[width];
-                for (std::size_t l = 0; l < width; ++l) lanes_of_column[l] = tile[l * columns + c];
-                V::load_aligned(lanes_of_column).store_aligned(dst + c * stride + l0);
+            for (std::size_t c0 = 0; c0 < tiled; c0 += width) {
+                V v[width];
+                for (std::size_t l = 0; l < width; ++l) v[l] = V::load_unaligned(tile + l * columns + c0);
+                Transpose<Arch, Real>::transpose(v);
+                for (std::size_t c = 0; c < width; ++c) v[c].store_aligned(dst + (c0 + c) * stride + l0);
+            }
+            for (std::size_t c = tiled; c < columns; ++c) {
+                for (std::size_t l = 0; l < width; ++l) dst[c * stride + l0 + l] = tile[l * columns + c];
             }
         }
         for (std::size_t l = whole; l < count; ++l) {
@@ -268,24 +320,60 @@ template <class Arch, class Real> struct Kernel {
     }
 
     /// results[(first + l) * columns + c] = column(c)[l] (0 where column(c) is null), written
-    /// row by row.
+    /// a tile of `width` points at a time, row by row (transposed in registers). With `stream`
+    /// (large result arrays, which no cache holds anyway) a tile's rows are staged and written
+    /// with non-temporal stores, which do not read the destination lines first.
     template <class Column>
-    static void scatter(Real* results, std::size_t columns, std::size_t first, std::size_t count,
+    static void scatter(Real* results, std::size_t columns, std::size_t first, std::size_t count, bool stream,
                         Column column) {
+        using T = Transpose<Arch, Real>;
         constexpr std::size_t chunk = 64;
+        static_assert(chunk % width == 0);
         const Real* sources[chunk];
+        const std::size_t whole = count - count % width;
+        stream = stream && columns <= chunk;
+        // Rows of whole vectors from an aligned start: stream straight from the registers.
+        const bool direct = stream && columns % width == 0 &&
+                            reinterpret_cast<std::uintptr_t>(results) % (width * sizeof(Real)) == 0;
+        alignas(64) Real staging[stream_tile_reals];
         for (std::size_t c0 = 0; c0 < columns; c0 += chunk) {
             const std::size_t c1 = std::min(columns, c0 + chunk);
+            const std::size_t tiled = c1 - (c1 - c0) % width;
             for (std::size_t c = c0; c < c1; ++c) sources[c - c0] = column(c);
-            Real* row = results + first * columns;
-            for (std::size_t l = 0; l < count; ++l, row += columns) {
+            Real* rows = results + first * columns;
+            for (std::size_t l0 = 0; l0 < whole; l0 += width) {
+                // The tile's rows are contiguous: stage them when streaming.
+                Real* const tile = stream && !direct ? staging : rows + l0 * columns;
+                for (std::size_t t = c0; t < tiled; t += width) {
+                    V v[width];
+                    for (std::size_t c = 0; c < width; ++c) {
+                        const Real* src = sources[t + c - c0];
+                        v[c] = src == nullptr ? V(Real(0)) : V::load_aligned(src + l0);
+                    }
+                    T::transpose(v);
+                    if (direct) {
+                        for (std::size_t l = 0; l < width; ++l) T::stream(tile + l * columns + t, v[l]);
+                    } else {
+                        for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns + t);
+                    }
+                }
+                for (std::size_t c = tiled; c < c1; ++c) {
+                    const Real* src = sources[c - c0];
+                    for (std::size_t l = 0; l < width; ++l) tile[l * columns + c] = src == nullptr ? Real(0) : src[l0 + l];
+                }
+                if (stream && !direct) T::copy_streaming(rows + l0 * columns, staging, width * columns);
+            }
+            for (std::size_t l = whole; l < count; ++l) {
+                Real* row = rows + l * columns;
                 for (std::size_t c = c0; c < c1; ++c) {
                     const Real* src = sources[c - c0];
                     row[c] = src == nullptr ? Real(0) : src[l];
                 }
             }
         }
+        if (stream) T::fence();
     }
+    static constexpr std::size_t stream_tile_reals = 64 * width;
 
     static void fill(Real* dst, std::size_t lanes, Real value) {
         for (std::size_t l = 0; l < lanes; l += width) V(value).store_aligned(dst + l);
@@ -321,6 +409,7 @@ template <class Arch, class Real> struct Kernel {
                         fill(tangents.at(i, j), lanes, Real(i == j ? 1 : 0));
                 }
             }
+            build_programs(tape, plan, request, state);
             state.prefilled = true;
         }
         gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes);
@@ -328,15 +417,16 @@ template <class Arch, class Real> struct Kernel {
             gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count,
                    lanes);
 
+        Prefetch prefetch = prefetch_next(plan, request, state);
         if (hvp) {
-            run_hvp(tape, plan, request, state, first, count);
+            run_hvp(tape, plan, request, state, first, count, prefetch);
             return;
         }
-        evaluate<M, V>(tape, plan, values, lanes);
+        run_program(state.program.values, state.program.value_count, lanes, 1, prefetch);
 
         switch (request.mode) {
             case Mode::forward: {
-                scatter(request.results, m, first, count,
+                scatter(request.results, m, first, count, request.stream_results,
                         [&](std::size_t k) { return values.at(tape.outputs()[k]); });
                 break;
             }
@@ -344,9 +434,9 @@ template <class Arch, class Real> struct Kernel {
                 const Rows tangents{after_values, request.rows, lanes};
                 if (request.seeds != nullptr)
                     gather(tangents.at(0, 0), lanes, request.seeds, n, first, count, lanes);
-                tangent_sweep(tape, plan, values, tangents);
+                tangent_sweep(tape, plan, values, tangents, prefetch);
                 const std::size_t rows = request.rows;
-                scatter(request.results, m * rows, first, count, [&](std::size_t column) -> const Real* {
+                scatter(request.results, m * rows, first, count, request.stream_results, [&](std::size_t column) -> const Real* {
                     const std::uint32_t slot = tape.outputs()[column / rows];
                     return plan.active[slot] ? tangents.at(slot, column % rows) : nullptr;
                 });
@@ -356,8 +446,8 @@ template <class Arch, class Real> struct Kernel {
                 const std::size_t rows = request.rows;
                 const Rows adjoints{after_values, rows, lanes};
                 seed_outputs(tape, plan, request, adjoints, first, count);
-                reverse_sweep<M, V>(tape, plan, values, adjoints, rows, lanes);
-                scatter(request.results, rows * n, first, count, [&](std::size_t column) -> const Real* {
+                run_program(state.program.adjoints, state.program.adjoint_count, lanes, rows, prefetch);
+                scatter(request.results, rows * n, first, count, request.stream_results, [&](std::size_t column) -> const Real* {
                     const std::uint32_t input = static_cast<std::uint32_t>(column % n);
                     return plan.input_reached[input] ? adjoints.at(input, column / n) : nullptr;
                 });
@@ -365,6 +455,52 @@ template <class Arch, class Real> struct Kernel {
             }
             case Mode::hvp: break;
         }
+    }
+
+    /// The participant's programs (program.hpp) over its scratch; the zero rows they read
+    /// where a reverse step writes an adjoint first.
+    static void build_programs(const Tape& tape, const Plan& plan, const Request<Real>& request,
+                               BlockState<Real>& state) {
+        using P = ProgramSweeps<Arch, Real>;
+        const std::size_t lanes = state.lanes;
+        Real* values = state.scratch;
+        if (request.mode == Mode::hvp) return;
+        P::build_values(tape, plan, values, lanes, state.program);
+        if (request.mode != Mode::reverse) return;
+        const std::size_t rows = request.rows;
+        Real* adjoints = values + std::size_t{plan.slots} * lanes;
+        Real* zeros = adjoints + std::size_t{plan.slots} * rows * lanes;
+        for (std::size_t i = 0; i < rows * lanes; i += width) V(Real(0)).store_aligned(zeros + i);
+        P::build_adjoints(tape, plan, values, adjoints, zeros, rows, lanes, state.program);
+    }
+
+    static void run_program(const Entry<Real>* entries, std::size_t count, std::size_t lanes, std::size_t rows,
+                            Prefetch& prefetch) {
+        for (const Entry<Real>* e = entries; e != entries + count; ++e) {
+            prefetch.issue();
+            e->run(*e, lanes, rows);
+        }
+    }
+
+    /// The next block's inputs, per-point parameters and results, spread over this block's sweeps.
+    static Prefetch prefetch_next(const Plan& plan, const Request<Real>& request, const BlockState<Real>& state) {
+        Prefetch prefetch;
+        const std::size_t first = state.next_first;
+        const std::size_t count = state.next_count;
+        if (count == 0) return prefetch;
+        const Batch<Real>& batch = *request.batch;
+        const std::size_t n = plan.inputs;
+        const std::size_t p = plan.params;
+        prefetch.add(batch.inputs.data() + first * n, count * n * sizeof(Real), false);
+        if (request.params_per_point) prefetch.add(batch.params.data() + first * p, count * p * sizeof(Real), false);
+        const std::size_t columns = result_columns(plan, request);
+        std::size_t steps = plan.compute_slots.size();
+        if (request.mode == Mode::tangent) steps += plan.tangent_steps.size();
+        if (request.mode == Mode::reverse || request.mode == Mode::hvp) steps += plan.reverse_steps.size();
+        if (!request.stream_results)
+            prefetch.add(request.results + first * columns, count * columns * sizeof(Real), true);
+        prefetch.spread_over(steps);
+        return prefetch;
     }
 
     /// Output seeds of the reverse sweep: unit rows, or the caller's cotangents (one row).
@@ -394,7 +530,7 @@ template <class Arch, class Real> struct Kernel {
     }
 
     static void run_hvp(const Tape& tape, const Plan& plan, const Request<Real>& request,
-                        BlockState<Real>& state, std::size_t first, std::size_t count) {
+                        BlockState<Real>& state, std::size_t first, std::size_t count, Prefetch& prefetch) {
         const std::size_t lanes = state.lanes;
         const std::size_t slots = plan.slots;
         const std::size_t n = plan.inputs;
@@ -403,7 +539,7 @@ template <class Arch, class Real> struct Kernel {
         const DualValues values{{base, lanes}, {base + slots * lanes, lanes}};
         const DualRows adjoints{{{base + 2 * slots * lanes, lanes}, {base + 3 * slots * lanes, lanes}}};
         gather(values.tangent.at(0), lanes, request.directions, n, first, count, lanes);
-        evaluate<DM, D>(tape, plan, values, lanes);
+        evaluate<DM, D>(tape, plan, values, lanes, prefetch);
         for (std::size_t k = 0; k < m; ++k) {
             const std::uint32_t slot = tape.outputs()[k];
             Real* value = adjoints.values.value.at(slot);
@@ -415,8 +551,8 @@ template <class Arch, class Real> struct Kernel {
                 if (plan.seed_first[k]) tangent[l] = Real(0);
             }
         }
-        reverse_sweep<DM, D>(tape, plan, values, adjoints, 1, lanes);
-        scatter(request.results, n, first, count, [&](std::size_t i) -> const Real* {
+        reverse_sweep<DM, D>(tape, plan, values, adjoints, 1, lanes, prefetch);
+        scatter(request.results, n, first, count, request.stream_results, [&](std::size_t i) -> const Real* {
             return plan.input_reached[i] ? adjoints.values.tangent.at(static_cast<std::uint32_t>(i))
                                          : nullptr;
         });

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "plan.hpp"
+#include "program.hpp"
 #include "tapevm/batch.hpp"
 
 namespace tapevm::cpu::detail {
@@ -32,19 +33,51 @@ template <class Real> struct Request {
     Real* results = nullptr;
     /// True when params hold one set per point.
     bool params_per_point = false;
+    /// Write results with non-temporal stores (set by the Vm for result arrays larger than
+    /// the caches keep).
+    bool stream_results = false;
 };
+
+/// Reals of results per point.
+template <class Real> std::size_t result_columns(const Plan& plan, const Request<Real>& request) {
+    switch (request.mode) {
+        case Mode::forward: return plan.outputs;
+        case Mode::tangent: return std::size_t{plan.outputs} * request.rows;
+        case Mode::reverse: return request.rows * plan.inputs;
+        case Mode::hvp: return plan.inputs;
+    }
+    return 0;
+}
 
 /// A participant's state across the blocks it evaluates in one call.
 template <class Real> struct BlockState {
     Real* scratch = nullptr;  // aligned to 64 bytes, scratch_reals() values
     std::size_t lanes = 0;    // lanes per block (a multiple of the SIMD width)
     bool prefilled = false;   // Const (and shared Param) slots hold their values already
+                              // and `program` is built
+    Program<Real> program;    // entries allocated by the caller (program_entries())
+    /// The block this participant evaluates next (count 0: none), whose inputs and results
+    /// the kernels prefetch while they evaluate this one.
+    std::size_t next_first = 0;
+    std::size_t next_count = 0;
 };
 
-/// Reals of scratch one block of `lanes` lanes needs for `mode` with `rows` rows.
+/// Reals of scratch one block of `lanes` lanes needs for `mode` with `rows` rows: values,
+/// then adjoint rows or tangent directions, then (reverse) a row of zeros per adjoint row.
 inline std::size_t scratch_reals(const Plan& plan, Mode mode, std::size_t rows, std::size_t lanes) {
-    const std::size_t per_slot = mode == Mode::forward ? 1 : mode == Mode::hvp ? 4 : 1 + rows;
-    return std::size_t{plan.slots} * per_slot * lanes;
+    const std::size_t slots = plan.slots;
+    switch (mode) {
+        case Mode::forward: return slots * lanes;
+        case Mode::hvp: return 4 * slots * lanes;
+        case Mode::tangent: return (1 + rows) * slots * lanes;
+        case Mode::reverse: return ((1 + rows) * slots + rows) * lanes;
+    }
+    return 0;
+}
+
+/// Entries of a participant's programs for `mode`: the value sweep, then the adjoint sweep.
+inline std::size_t program_entries(const Plan& plan, Mode mode) {
+    return plan.compute_slots.size() + (mode == Mode::reverse ? plan.reverse_steps.size() : 0);
 }
 
 /// The kernels of one instruction set for one precision.

@@ -4,25 +4,43 @@
 // checked here, after each block, and the diverged points merged and sorted at the end.
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 #include <new>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "isa.hpp"
 #include "plan.hpp"
 #include "request.hpp"
 #include "tapevm/cpu.hpp"
+#include "tapevm/error.hpp"
 #include "thread_pool.hpp"
 
 namespace tapevm::cpu {
 namespace detail {
+
+/// TAPEVM_CPU_BLOCK_LANES (a tuning knob, like TAPEVM_CPU_ISA): lanes per block, 0 when unset.
+std::size_t block_lanes_from_environment() {
+    const char* text = std::getenv("TAPEVM_CPU_BLOCK_LANES");
+    if (text == nullptr || *text == '\0') return 0;
+    char* end = nullptr;
+    const unsigned long long lanes = std::strtoull(text, &end, 10);
+    if (*end != '\0' || text[0] == '-' || lanes == 0 || lanes > (1u << 16)) {
+        throw Error("TAPEVM_CPU_BLOCK_LANES must be a whole number from 1 to 65536, not '" + std::string(text) +
+                    "'");
+    }
+    return static_cast<std::size_t>(lanes);
+}
 
 /// Everything a Vm holds; behind a pointer so Vm stays movable and its header light.
 struct Engine {
     Engine(Tape t, const Options& options)
         : tape(std::move(t)), plan(tape), isa(resolve_isa(options.isa)),
           threads(options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())),
-          block_lanes_option(options.block_lanes), l2_bytes(l2_cache_bytes()), pool(threads - 1) {
+          block_lanes_option(options.block_lanes != 0 ? options.block_lanes : block_lanes_from_environment()),
+          l2_bytes(l2_cache_bytes()), pool(threads - 1) {
         switch (isa) {
             case Isa::avx512:
                 f64 = kernels_avx512<double>();
@@ -69,6 +87,8 @@ struct Engine {
     unsigned threads;
     std::size_t block_lanes_option;
     std::size_t l2_bytes;
+    /// Result arrays larger than this are written with non-temporal stores.
+    static constexpr std::size_t stream_bytes = std::size_t{4} << 20;
     mutable ThreadPool pool;  // run() is safe from several threads at once
     KernelSet<double> f64;
     KernelSet<float> f32;
@@ -119,14 +139,25 @@ template <class Real> void participate(void* context) {
     const Request<Real>& request = *call.request;
     const KernelSet<Real>& kernels = engine.kernels<Real>();
     Scratch<Real> scratch(scratch_reals(engine.plan, request.mode, request.rows, call.lanes));
-    BlockState<Real> state{scratch.data, call.lanes, false};
+    std::vector<Entry<Real>> entries(program_entries(engine.plan, request.mode));
+    BlockState<Real> state{scratch.data, call.lanes, false, {}, 0, 0};
+    state.program.values = entries.data();
+    state.program.adjoints = entries.data() + engine.plan.compute_slots.size();
     std::vector<std::size_t> diverged;
-    for (;;) {
-        const std::size_t block = call.next_block.fetch_add(1, std::memory_order_relaxed);
-        if (block >= call.blocks) break;
+    // Each participant claims its next block before it evaluates the current one, so the
+    // kernels can prefetch the next block's inputs and results meanwhile.
+    const auto claim = [&] { return call.next_block.fetch_add(1, std::memory_order_relaxed); };
+    const auto count_of = [&](std::size_t block) {
+        return block < call.blocks ? std::min(call.lanes, call.points - block * call.lanes) : 0;
+    };
+    for (std::size_t block = claim(); block < call.blocks;) {
+        const std::size_t next = claim();
         const std::size_t first = block * call.lanes;
-        const std::size_t count = std::min(call.lanes, call.points - first);
+        const std::size_t count = count_of(block);
+        state.next_first = next * call.lanes;
+        state.next_count = count_of(next);
         kernels.run_block(engine.tape, engine.plan, request, state, first, count);
+        block = next;
         if (engine.tape.guard_count() != 0) {
             check_guards(engine.tape, scratch.data, call.lanes, first, count, diverged);
         }
@@ -143,11 +174,11 @@ template <class Real> Report Engine::run(const Request<Real>& request) const {
     const std::size_t points = request.batch->points;
     if (points == 0) return {};
     const std::size_t width = kernels<Real>().width;
-    const std::size_t per_slot =
-        scratch_reals(plan, request.mode, request.rows, 1) / std::max<std::size_t>(1, plan.slots);
-    std::size_t lanes = lanes_for(width, std::size_t{plan.slots} * per_slot, sizeof(Real));
+    std::size_t lanes = lanes_for(width, scratch_reals(plan, request.mode, request.rows, 1), sizeof(Real));
     lanes = std::min(lanes, (points + width - 1) / width * width);
-    Call<Real> call{this, &request, points, lanes, (points + lanes - 1) / lanes, {}, {}, {}};
+    Request<Real> streaming = request;
+    streaming.stream_results = points * result_columns(plan, request) * sizeof(Real) > stream_bytes;
+    Call<Real> call{this, &streaming, points, lanes, (points + lanes - 1) / lanes, {}, {}, {}};
     const auto participants = static_cast<unsigned>(std::min<std::size_t>(threads, call.blocks));
     pool.run(participants - 1, &participate<Real>, &call);
     Report report;

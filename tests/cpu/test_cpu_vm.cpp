@@ -125,6 +125,24 @@ TEST_CASE("threads 1, 2 and 3 give identical results; block_lanes is a multiple 
     CHECK(Vm(tape, {.block_lanes = 21}).block_lanes(8) % 2 == 0);
 }
 
+TEST_CASE("TAPEVM_CPU_BLOCK_LANES sets the block size unless Options does; bad values throw") {
+    const Tape tape = tapevm::examples::example_tape("trig16");
+    const RandomBatch<double> data(tape, 300, 4, false);
+    const auto expected = Vm(tape, {.threads = 1, .isa = Isa::sse2, .block_lanes = 64}).gradient(data.batch());
+    {
+        const ScopedEnvironment lanes("TAPEVM_CPU_BLOCK_LANES", "40");
+        const Vm vm(tape, {.threads = 1, .isa = Isa::sse2});
+        CHECK(vm.block_lanes(8) == 40);
+        CHECK(Vm(tape, {.threads = 1, .isa = Isa::sse2, .block_lanes = 16}).block_lanes(8) == 16);
+        CHECK(tapevm::test::first_different_value(vm.gradient(data.batch()).values, expected.values) == -1);
+    }
+    for (const char* bad : {"0", "-8", "12x", "999999999"}) {
+        CAPTURE(bad);
+        const ScopedEnvironment lanes("TAPEVM_CPU_BLOCK_LANES", bad);
+        CHECK_THROWS_WITH_AS(Vm{tape}, doctest::Contains("TAPEVM_CPU_BLOCK_LANES"), tapevm::Error);
+    }
+}
+
 TEST_CASE("four user threads calling one Vm at once get the same results as one call") {
     const Tape tape = tapevm::examples::example_tape("ba-param");
     const RandomBatch<double> data(tape, 3001, 5, true);

@@ -38,8 +38,9 @@ struct Options {
     /// automatic: TAPEVM_CPU_ISA when set, else the widest supported. An unsupported one
     /// (here or in the variable) throws tapevm::Unsupported naming the supported ones.
     Isa isa = Isa::automatic;
-    /// Lanes (points) per block; 0: sized so a block's values and adjoints stay within
-    /// about half of the L2 cache. Rounded up to a multiple of the SIMD width.
+    /// Lanes (points) per block; 0: TAPEVM_CPU_BLOCK_LANES when set (1..65536, else
+    /// tapevm::Error), else sized so a block's values and adjoints stay within about half
+    /// of the L2 cache. Rounded up to a multiple of the SIMD width.
     std::size_t block_lanes = 0;
 };
 
