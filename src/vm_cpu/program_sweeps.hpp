@@ -44,14 +44,37 @@ template <class Arch, class Real> struct ProgramSweeps {
         }
     }
 
-    /// Operand k's adjoint += partial k * seed, for the operands in `active`, every row.
-    template <Op op, unsigned active> static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
+    /// partial * seed, except 0 where either is 0 (contribution() in math_scalar.hpp: an
+    /// infinite or NaN factor times a zero one adds nothing). The product differs from that
+    /// rule only in NaN lanes (0 * inf) and in the sign of a zero, which adding to an
+    /// adjoint (+0 or a sum, never -0) cannot show; so the rule is applied only to vectors
+    /// with a NaN lane.
+    static V product(V partial, V seed) {
+        const V c = partial * seed;
+        if (xsimd::any(xsimd::isnan(c))) [[unlikely]]
+            return tapevm::detail::contribution<M>(partial, seed);
+        return c;
+    }
+
+    /// Operand k's adjoint += partial k * seed, for the operands in `active`, every row
+    /// (`rows`, or 1 when one_row).
+    template <Op op, unsigned active, bool one_row>
+    static void adjoint_rows(const E& e, std::size_t lanes, std::size_t rows) {
         using F = SimdFormula<op>;
         constexpr std::uint32_t arity = F::arity;
+        if constexpr (one_row) rows = 1;
         const Real* const x0 = e.operand[0];
         const Real* const x1 = e.operand[1];
         const Real* const x2 = e.operand[2];
         const Real* const r = e.result;
+        const Real* const seeds = e.seed;
+        // Local copies: the compiler cannot tell that the stores below leave the entry alone.
+        const Real* in[arity];
+        Real* out[arity];
+        for (std::uint32_t k = 0; k < arity; ++k) {
+            in[k] = e.adjoint_in[k];
+            out[k] = e.adjoint_out[k];
+        }
         for (std::size_t l = 0; l < lanes; l += width) {
             V d[arity];
             if constexpr (F::immediate) {
@@ -65,14 +88,25 @@ template <class Arch, class Real> struct ProgramSweeps {
             }
             for (std::size_t row = 0; row < rows; ++row) {
                 const std::size_t i = row * lanes + l;
-                const V seed = load(e.seed, i);
+                const V seed = load(seeds, i);
                 // In operand order, each read after the previous write: x * x adds both terms.
                 for (std::uint32_t k = 0; k < arity; ++k) {
                     if (!(active & (1u << k))) continue;
-                    const V c = tapevm::detail::contribution<M>(d[k], seed);
-                    (load(e.adjoint_in[k], i) + c).store_aligned(e.adjoint_out[k] + i);
+                    (load(in[k], i) + product(d[k], seed)).store_aligned(out[k] + i);
                 }
             }
+        }
+    }
+
+    template <Op op, unsigned active> static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
+        // Gradients (one row) of the arithmetic ops get a loop without the row loop; the
+        // ops with costly partials gain nothing from it but code size.
+        constexpr bool arithmetic = op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div ||
+                                    op == Op::Neg || op == Op::Fma || op == Op::Recip;
+        if (arithmetic && rows == 1) {
+            adjoint_rows<op, active, true>(e, lanes, 1);
+        } else {
+            adjoint_rows<op, active, false>(e, lanes, rows);
         }
     }
 
