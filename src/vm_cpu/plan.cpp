@@ -65,6 +65,21 @@ Plan::Plan(const Tape& tape)
         reverse_steps.push_back(step);
     }
     for (std::uint32_t i = 0; i < inputs; ++i) input_reached[i] = written[i];
+
+    adjoint_home.resize(slots);
+    for (std::uint32_t slot = 0; slot < slots; ++slot) adjoint_home[slot] = slot;
+    for (Step& step : reverse_steps) {
+        const Instruction& ins = instructions[step.slot];
+        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        const unsigned unit_partials = ins.op == Op::Add ? 3u : ins.op == Op::Sub ? 1u : 0u;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            const unsigned bit = 1u << k;
+            if (!(unit_partials & bit) || !(step.active & bit) || !(step.first & bit)) continue;
+            if (instructions[operands[k]].op == Op::Input) continue;
+            step.alias = static_cast<std::uint8_t>(step.alias | bit);
+            adjoint_home[operands[k]] = adjoint_home[step.slot];
+        }
+    }
 }
 
 }  // namespace tapevm::cpu::detail

@@ -23,6 +23,11 @@ struct Step {
     std::uint32_t slot = 0;
     std::uint8_t active = 0;
     std::uint8_t first = 0;
+    /// Reverse steps: bit k set when operand k's adjoint is first written here with partial
+    /// exactly 1 (Add, Sub's a) and the operand is not an input: its adjoint can then live
+    /// in this slot's adjoint storage (adjoint_home), which nothing reads after this step,
+    /// instead of being copied there. Used by the decoded programs (program_sweeps.hpp).
+    std::uint8_t alias = 0;
 };
 
 struct Plan {
@@ -45,6 +50,8 @@ struct Plan {
     std::vector<Step> reverse_steps;
     /// Per output: 1 when seeding it is the first write to its slot's adjoint.
     std::vector<std::uint8_t> seed_first;
+    /// Per slot: the slot whose adjoint storage holds its adjoint (itself unless aliased).
+    std::vector<std::uint32_t> adjoint_home;
     /// Per input: 1 when its adjoint is ever written (else the reverse result is 0).
     std::vector<std::uint8_t> input_reached;
 };

@@ -162,13 +162,19 @@ template <class Arch, class Real> struct ProgramSweeps {
                                std::size_t rows, std::size_t lanes, Program<Real>& program) {
         const auto instructions = tape.instructions();
         E* e = program.adjoints;
+        const auto adjoint_of = [&](std::uint32_t slot) {
+            return adjoints + std::size_t{plan.adjoint_home[slot]} * rows * lanes;
+        };
         for (const Step& step : plan.reverse_steps) {
+            // Operands in `alias` share this slot's adjoint storage: nothing to do for them.
+            const unsigned active = step.active & ~step.alias;
+            if (active == 0) continue;
             const Instruction ins = instructions[step.slot];
             fill_operands(ins, step.slot, values, lanes, *e);
             const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
-            e->seed = adjoints + std::size_t{step.slot} * rows * lanes;
+            e->seed = adjoint_of(step.slot);
             for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
-                Real* adjoint = adjoints + std::size_t{operands[k]} * rows * lanes;
+                Real* adjoint = adjoint_of(operands[k]);
                 e->adjoint_out[k] = adjoint;
                 e->adjoint_in[k] = (step.first & (1u << k)) ? zeros : adjoint;
             }
@@ -179,12 +185,12 @@ template <class Arch, class Real> struct ProgramSweeps {
                 } else if constexpr (!tapevm::detail::Formula<op>::has_partials) {
                     return nullptr;
                 } else {
-                    return adjoint_run<op>(step.active);
+                    return adjoint_run<op>(active);
                 }
             });
             ++e;
         }
-        program.adjoint_count = plan.reverse_steps.size();
+        program.adjoint_count = static_cast<std::size_t>(e - program.adjoints);
     }
 
     static void fill_operands(const Instruction& ins, std::uint32_t slot, Real* values, std::size_t lanes, E& e) {
