@@ -76,8 +76,11 @@ Plan::Plan(const Tape& tape)
             const unsigned bit = 1u << k;
             if (!(unit_partials & bit) || !(step.active & bit) || !(step.first & bit)) continue;
             if (instructions[operands[k]].op == Op::Input) continue;
+            // One operand per step: two distinct operands in one storage would see each
+            // other's later contributions.
             step.alias = static_cast<std::uint8_t>(step.alias | bit);
             adjoint_home[operands[k]] = adjoint_home[step.slot];
+            break;
         }
     }
 }

@@ -1,0 +1,61 @@
+// The CPU VM's adjoint storage sharing (Plan::adjoint_home): an adjoint first written through
+// a unit partial (Add, Sub's first operand) lives in its consumer's storage. These tapes put
+// sums of terms that are used again elsewhere, in every order, against the reference VM:
+// sharing one storage between two live adjoints shows up as wrong derivatives here.
+#include <vector>
+
+#include "cpu_test_support.hpp"
+#include "tapevm/var.hpp"
+
+namespace {
+
+using tapevm::Tape;
+using tapevm::Var;
+using tapevm::cpu::Vm;
+using namespace tapevm::cpu_test;
+
+void check_tape(const Tape& tape, const char* what) {
+    CAPTURE(what);
+    const RandomBatch<double> data(tape, 37, 3, false);
+    const tapevm::reference::Vm reference(tape);
+    for (const tapevm::cpu::Isa isa : tapevm::cpu::supported_isas()) {
+        CAPTURE(tapevm::cpu::isa_name(isa));
+        const Vm vm(tape, {.threads = 1, .isa = isa, .block_lanes = 16});
+        check_all_operations<double>(vm, reference, data, 1e-12, what);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("sums whose terms are used again elsewhere") {
+    // e = a + b and out = e + c: e and c are first written by one Add, then a and b by
+    // another, and c's step adds to a afterwards (b's adjoint must not see it).
+    check_tape(tapevm::record(2,
+                              [](std::span<const Var> x) {
+                                  const Var a = sin(x[0]);
+                                  const Var b = cos(x[1]);
+                                  const Var c = a * 3.0;
+                                  const Var e = a + b;
+                                  return e + c;
+                              }),
+               "sibling terms");
+    check_tape(tapevm::record(2,
+                              [](std::span<const Var> x) {
+                                  const Var a = sin(x[0]);
+                                  const Var b = exp(x[1]);
+                                  const Var s = a - b;
+                                  const Var t = b - a;
+                                  return (s + t) * (s - a) + (a + a) + b * s;
+                              }),
+               "differences");
+    check_tape(tapevm::record(3,
+                              [](std::span<const Var> x) {
+                                  // A chain of partial sums whose terms also feed products.
+                                  std::vector<Var> terms;
+                                  for (int k = 0; k < 6; ++k) terms.push_back(sin(x[k % 3] * (k + 1.0)));
+                                  Var sum = terms[0];
+                                  for (int k = 1; k < 6; ++k) sum = sum + terms[k];
+                                  return std::vector<Var>{sum, terms[2] * sum + terms[4], sum - terms[1]};
+                              }),
+               "chained sums, three outputs");
+}
