@@ -292,10 +292,13 @@ template <class Arch, class Real> struct Kernel {
     }
 
     /// dst column c (at dst + c * stride) lane l = src[(first + l) * columns + c], zero in the
-    /// padding lanes. Tiles of `width` points by `width` columns move with vector loads and an
-    /// in-register transpose; the rest one value at a time.
+    /// padding lanes; src holds `total` rows. Tiles of `width` points by `width` columns move
+    /// with vector loads and an in-register transpose. The last, narrower tile of columns is
+    /// read as a whole tile too (reading on into the next row) except where that would read
+    /// past the end of src; the rest goes one value at a time.
     static void gather(Real* dst, std::size_t stride, const Real* src, std::size_t columns, std::size_t first,
-                       std::size_t count, std::size_t lanes) {
+                       std::size_t count, std::size_t lanes, std::size_t total) {
+        using T = Transpose<Arch, Real>;
         const Real* rows = src + first * columns;
         const std::size_t whole = count - count % width;
         const std::size_t tiled = columns - columns % width;
@@ -304,11 +307,20 @@ template <class Arch, class Real> struct Kernel {
             for (std::size_t c0 = 0; c0 < tiled; c0 += width) {
                 V v[width];
                 for (std::size_t l = 0; l < width; ++l) v[l] = V::load_unaligned(tile + l * columns + c0);
-                Transpose<Arch, Real>::transpose(v);
+                T::transpose(v);
                 for (std::size_t c = 0; c < width; ++c) v[c].store_aligned(dst + (c0 + c) * stride + l0);
             }
-            for (std::size_t c = tiled; c < columns; ++c) {
-                for (std::size_t l = 0; l < width; ++l) dst[c * stride + l0 + l] = tile[l * columns + c];
+            if (tiled == columns) continue;
+            const std::size_t end_of_reads = (first + l0 + width - 1) * columns + tiled + width;
+            if (end_of_reads <= total * columns) {
+                V v[width];
+                for (std::size_t l = 0; l < width; ++l) v[l] = V::load_unaligned(tile + l * columns + tiled);
+                T::transpose(v);
+                for (std::size_t c = tiled; c < columns; ++c) v[c - tiled].store_aligned(dst + c * stride + l0);
+            } else {
+                for (std::size_t c = tiled; c < columns; ++c) {
+                    for (std::size_t l = 0; l < width; ++l) dst[c * stride + l0 + l] = tile[l * columns + c];
+                }
             }
         }
         for (std::size_t l = whole; l < count; ++l) {
@@ -319,31 +331,90 @@ template <class Arch, class Real> struct Kernel {
         }
     }
 
-    /// results[(first + l) * columns + c] = column(c)[l] (0 where column(c) is null), written
-    /// a tile of `width` points at a time, row by row (transposed in registers). With `stream`
-    /// (large result arrays, which no cache holds anyway) a tile's rows are staged and written
-    /// with non-temporal stores, which do not read the destination lines first.
+    static constexpr std::size_t scatter_chunk = 64;
+
+    /// results[(first + l) * columns + c] = column(c)[l] (0 where column(c) is null), a tile of
+    /// `width` points at a time, transposed in registers. With `stream` (large result arrays,
+    /// which no cache holds anyway) rows are written with non-temporal stores, which do not
+    /// read the destination lines first.
     template <class Column>
     static void scatter(Real* results, std::size_t columns, std::size_t first, std::size_t count, bool stream,
                         Column column) {
+        if (columns <= scatter_chunk) {
+            scatter_rows(results, columns, first, count, stream, column);
+        } else {
+            scatter_wide(results, columns, first, count, column);
+        }
+        if (stream) Transpose<Arch, Real>::fence();
+    }
+
+    /// scatter() for rows of at most scatter_chunk columns: a tile's rows are contiguous in
+    /// results, so a tile is built whole (in place, or in `staging` when the columns are not a
+    /// multiple of the width: the last tile of columns is stored whole, spilling into the
+    /// next row, before the row's other columns and the next row overwrite the spill) and
+    /// then copied out.
+    template <class Column>
+    static void scatter_rows(Real* results, std::size_t columns, std::size_t first, std::size_t count, bool stream,
+                             Column column) {
         using T = Transpose<Arch, Real>;
-        constexpr std::size_t chunk = 64;
-        static_assert(chunk % width == 0);
-        const Real* sources[chunk];
+        const Real* sources[scatter_chunk + width] = {};
+        for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
         const std::size_t whole = count - count % width;
-        stream = stream && columns <= chunk;
-        // Rows of whole vectors from an aligned start: stream straight from the registers.
-        const bool direct = stream && columns % width == 0 &&
-                            reinterpret_cast<std::uintptr_t>(results) % (width * sizeof(Real)) == 0;
-        alignas(64) Real staging[stream_tile_reals];
-        for (std::size_t c0 = 0; c0 < columns; c0 += chunk) {
-            const std::size_t c1 = std::min(columns, c0 + chunk);
+        const std::size_t tiled = columns - columns % width;
+        const bool in_place = tiled == columns;
+        const bool aligned = reinterpret_cast<std::uintptr_t>(results) % (width * sizeof(Real)) == 0;
+        alignas(64) Real staging[(scatter_chunk + 1) * width];
+        Real* const rows = results + first * columns;
+        const auto store_tile = [&](Real* tile, std::size_t t) {
+            V v[width];
+            for (std::size_t c = 0; c < width; ++c) {
+                const Real* src = sources[t + c];
+                v[c] = src == nullptr ? V(Real(0)) : V::load_aligned(src + 0);
+            }
+            T::transpose(v);
+            if (in_place && stream && aligned) {
+                for (std::size_t l = 0; l < width; ++l) T::stream(tile + l * columns + t, v[l]);
+            } else {
+                for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns + t);
+            }
+        };
+        for (std::size_t l0 = 0; l0 < whole; l0 += width) {
+            for (std::size_t c = 0; c < columns; ++c) {
+                if (sources[c] != nullptr) sources[c] += l0 == 0 ? 0 : width;
+            }
+            Real* const destination = rows + l0 * columns;
+            Real* const tile = in_place ? destination : staging;
+            if (!in_place) store_tile(tile, tiled);
+            for (std::size_t t = 0; t < tiled; t += width) store_tile(tile, t);
+            if (in_place) continue;
+            if (stream) {
+                T::copy_streaming(destination, staging, width * columns);
+            } else {
+                std::size_t i = 0;
+                for (; i + width <= width * columns; i += width) V::load_aligned(staging + i).store_unaligned(destination + i);
+                for (; i < width * columns; ++i) destination[i] = staging[i];
+            }
+        }
+        for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
+        for (std::size_t l = whole; l < count; ++l) {
+            for (std::size_t c = 0; c < columns; ++c) rows[l * columns + c] = sources[c] == nullptr ? Real(0) : sources[c][l];
+        }
+    }
+
+    /// scatter() for wider rows, in chunks of columns, row by row.
+    template <class Column>
+    static void scatter_wide(Real* results, std::size_t columns, std::size_t first, std::size_t count,
+                             Column column) {
+        using T = Transpose<Arch, Real>;
+        const Real* sources[scatter_chunk];
+        const std::size_t whole = count - count % width;
+        Real* const rows = results + first * columns;
+        for (std::size_t c0 = 0; c0 < columns; c0 += scatter_chunk) {
+            const std::size_t c1 = std::min(columns, c0 + scatter_chunk);
             const std::size_t tiled = c1 - (c1 - c0) % width;
             for (std::size_t c = c0; c < c1; ++c) sources[c - c0] = column(c);
-            Real* rows = results + first * columns;
             for (std::size_t l0 = 0; l0 < whole; l0 += width) {
-                // The tile's rows are contiguous: stage them when streaming.
-                Real* const tile = stream && !direct ? staging : rows + l0 * columns;
+                Real* const tile = rows + l0 * columns;
                 for (std::size_t t = c0; t < tiled; t += width) {
                     V v[width];
                     for (std::size_t c = 0; c < width; ++c) {
@@ -351,29 +422,21 @@ template <class Arch, class Real> struct Kernel {
                         v[c] = src == nullptr ? V(Real(0)) : V::load_aligned(src + l0);
                     }
                     T::transpose(v);
-                    if (direct) {
-                        for (std::size_t l = 0; l < width; ++l) T::stream(tile + l * columns + t, v[l]);
-                    } else {
-                        for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns + t);
-                    }
+                    for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns + t);
                 }
                 for (std::size_t c = tiled; c < c1; ++c) {
                     const Real* src = sources[c - c0];
                     for (std::size_t l = 0; l < width; ++l) tile[l * columns + c] = src == nullptr ? Real(0) : src[l0 + l];
                 }
-                if (stream && !direct) T::copy_streaming(rows + l0 * columns, staging, width * columns);
             }
             for (std::size_t l = whole; l < count; ++l) {
-                Real* row = rows + l * columns;
                 for (std::size_t c = c0; c < c1; ++c) {
                     const Real* src = sources[c - c0];
-                    row[c] = src == nullptr ? Real(0) : src[l];
+                    rows[l * columns + c] = src == nullptr ? Real(0) : src[l];
                 }
             }
         }
-        if (stream) T::fence();
     }
-    static constexpr std::size_t stream_tile_reals = 64 * width;
 
     static void fill(Real* dst, std::size_t lanes, Real value) {
         for (std::size_t l = 0; l < lanes; l += width) V(value).store_aligned(dst + l);
@@ -412,10 +475,10 @@ template <class Arch, class Real> struct Kernel {
             build_programs(tape, plan, request, state);
             state.prefilled = true;
         }
-        gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes);
+        gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes, batch.points);
         if (request.params_per_point)
-            gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count,
-                   lanes);
+            gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count, lanes,
+                   batch.points);
 
         Prefetch prefetch = prefetch_next(plan, request, state);
         if (hvp) {
@@ -433,7 +496,7 @@ template <class Arch, class Real> struct Kernel {
             case Mode::tangent: {
                 const Rows tangents{after_values, request.rows, lanes};
                 if (request.seeds != nullptr)
-                    gather(tangents.at(0, 0), lanes, request.seeds, n, first, count, lanes);
+                    gather(tangents.at(0, 0), lanes, request.seeds, n, first, count, lanes, batch.points);
                 tangent_sweep(tape, plan, values, tangents, prefetch);
                 const std::size_t rows = request.rows;
                 scatter(request.results, m * rows, first, count, request.stream_results, [&](std::size_t column) -> const Real* {
@@ -538,7 +601,7 @@ template <class Arch, class Real> struct Kernel {
         Real* base = state.scratch;
         const DualValues values{{base, lanes}, {base + slots * lanes, lanes}};
         const DualRows adjoints{{{base + 2 * slots * lanes, lanes}, {base + 3 * slots * lanes, lanes}}};
-        gather(values.tangent.at(0), lanes, request.directions, n, first, count, lanes);
+        gather(values.tangent.at(0), lanes, request.directions, n, first, count, lanes, request.batch->points);
         evaluate<DM, D>(tape, plan, values, lanes, prefetch);
         for (std::size_t k = 0; k < m; ++k) {
             const std::uint32_t slot = tape.outputs()[k];
