@@ -13,6 +13,15 @@
 Dual dual_at(uint plane, uint slot, uint lane) {
     return Dual(work[at(plane, slot, lane)], work[at(plane + 1u, slot, lane)]);
 }
+// The operand values (and tangents) of a non-leaf instruction: only those it has.
+void load_dual_operands(uvec4 ins, uint lane, out Dual a, out Dual b, out Dual c) {
+    uint arity = arity_of(ins);
+    a = dual_at(0u, ins.y, lane);
+    b = td_const(REAL(0));
+    c = td_const(REAL(0));
+    if (arity > 1u) b = dual_at(0u, ins.z, lane);
+    if (arity > 2u) c = dual_at(0u, ins.w, lane);
+}
 void store_dual(uint plane, uint slot, uint lane, Dual x) {
     work[at(plane, slot, lane)] = x.v;
     work[at(plane + 1u, slot, lane)] = x.t;
@@ -26,13 +35,12 @@ void main() {
     for (uint slot = pc.slot_begin; slot < (phase(TV_PHASE_FORWARD) ? pc.slot_end : 0u); ++slot) {
         uvec4 ins = instructions[slot];
         Dual value;
-        if (is_leaf(ins.x)) {
-            value = Dual(leaf_value(ins, lane), ins.x == TV_OP_INPUT ? extra1[lane * n + ins.y] : REAL(0));
+        if (is_leaf(ins)) {
+            value = Dual(leaf_value(ins, lane), op_of(ins) == TV_OP_INPUT ? extra1[lane * n + ins.y] : REAL(0));
         } else {
-            Dual a = dual_at(0u, ins.y, lane);
-            Dual b = dual_at(0u, ins.x == TV_OP_POWI ? 0u : ins.z, lane);
-            Dual c = dual_at(0u, ins.w, lane);
-            value = td_value(ins.x, a, b, c, int(ins.z));
+            Dual a, b, c;
+            load_dual_operands(ins, lane, a, b, c);
+            value = td_value(op_of(ins), a, b, c, int(ins.z));
         }
         store_dual(0u, slot, lane, value);
         store_dual(2u, slot, lane, td_const(REAL(0)));
@@ -44,14 +52,13 @@ void main() {
     uint reverse_end = phase(TV_PHASE_REVERSE) ? pc.slot_end : pc.slot_begin;
     for (uint slot = reverse_end; slot-- > pc.slot_begin;) {
         uvec4 ins = instructions[slot];
-        if (is_leaf(ins.x)) continue;
+        if (is_leaf(ins)) continue;
         Dual seed = dual_at(2u, slot, lane);
         if (td_is_zero(seed)) continue;
-        Dual a = dual_at(0u, ins.y, lane);
-        Dual b = dual_at(0u, ins.x == TV_OP_POWI ? 0u : ins.z, lane);
-        Dual c = dual_at(0u, ins.w, lane);
+        Dual a, b, c;
+        load_dual_operands(ins, lane, a, b, c);
         Dual d0, d1, d2;
-        uint count = td_partials(ins.x, a, b, c, int(ins.z), dual_at(0u, slot, lane), d0, d1, d2);
+        uint count = td_partials(op_of(ins), a, b, c, int(ins.z), dual_at(0u, slot, lane), d0, d1, d2);
         if (count > 0u)
             store_dual(2u, ins.y, lane, td_add(dual_at(2u, ins.y, lane), td_contribution(d0, seed)));
         if (count > 1u)

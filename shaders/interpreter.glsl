@@ -8,7 +8,9 @@
 // touch neighbouring addresses. Plane 0 holds values; the kernels put tangents or adjoints in
 // the planes after it. Inputs, parameters and results keep the user's row-major layout.
 
-layout(local_size_x = 64) in;
+// The workgroup size is specialization constant 0, set by the runtime (kernels.hpp:
+// workgroup_size); 64 when none is given.
+layout(local_size_x = 64, local_size_x_id = 0) in;
 
 #include "push_constants.h"
 
@@ -27,21 +29,31 @@ layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; 
 // Index of slot `slot` of plane `plane` for `lane`.
 uint at(uint plane, uint slot, uint lane) { return (plane * pc.slot_count + slot) * pc.lanes + lane; }
 
-bool is_leaf(uint op) { return op == TV_OP_INPUT || op == TV_OP_CONST || op == TV_OP_PARAM; }
+// The program as the runner uploads it (kernels.hpp: device_program): each tape instruction
+// {op, a, b, c} with the op's number of slot operands (0 for leaves, 1 for Powi, whose b is
+// its exponent) in the high half of the op word, so that no kernel loads an operand it does
+// not use. Every lane runs the same instruction: branches on these are uniform.
+uint op_of(uvec4 ins) { return ins.x & 0xffffu; }
+uint arity_of(uvec4 ins) { return ins.x >> TV_PROGRAM_ARITY_SHIFT; }
+bool is_leaf(uvec4 ins) { return arity_of(ins) == 0u; }
 
 // The value of a leaf (Input, Param, Const) at `lane`.
 REAL leaf_value(uvec4 ins, uint lane) {
-    if (ins.x == TV_OP_INPUT) return inputs[lane * pc.input_count + ins.y];
-    if (ins.x == TV_OP_PARAM) return params[pc.params_per_point != 0u ? lane * pc.param_count + ins.y : ins.y];
+    uint op = op_of(ins);
+    if (op == TV_OP_INPUT) return inputs[lane * pc.input_count + ins.y];
+    if (op == TV_OP_PARAM) return params[pc.params_per_point != 0u ? lane * pc.param_count + ins.y : ins.y];
     return constants[ins.y];
 }
 
-// The operand values of a non-leaf instruction, read from plane 0. Unused operand fields are
-// 0 in a valid tape (they then read slot 0, harmlessly); Powi's b is its exponent, not a slot.
+// The operand values of a non-leaf instruction, read from plane 0: only those it has (the
+// others are 0).
 void load_operands(uvec4 ins, uint lane, out REAL a, out REAL b, out REAL c) {
+    uint arity = arity_of(ins);
     a = work[at(0u, ins.y, lane)];
-    b = work[at(0u, ins.x == TV_OP_POWI ? 0u : ins.z, lane)];
-    c = work[at(0u, ins.w, lane)];
+    b = REAL(0);
+    c = REAL(0);
+    if (arity > 1u) b = work[at(0u, ins.z, lane)];
+    if (arity > 2u) c = work[at(0u, ins.w, lane)];
 }
 
 // M::truth of the reference VM: non-zero, NaN included.
@@ -63,12 +75,12 @@ void forward_sweep(uint lane) {
     for (uint slot = pc.slot_begin; slot < pc.slot_end; ++slot) {
         uvec4 ins = instructions[slot];
         REAL value;
-        if (is_leaf(ins.x)) {
+        if (is_leaf(ins)) {
             value = leaf_value(ins, lane);
         } else {
             REAL a, b, c;
             load_operands(ins, lane, a, b, c);
-            value = tv_value(ins.x, a, b, c, int(ins.z));
+            value = tv_value(op_of(ins), a, b, c, int(ins.z));
         }
         work[at(0u, slot, lane)] = value;
     }

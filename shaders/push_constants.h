@@ -38,6 +38,10 @@ TV_PUSH_CONSTANTS_END
 #define TV_PHASE_FINISH 8u   // results and guard flags
 
 #define TV_PUSH_CONSTANT_FIELDS 13
+
+// The program buffer holds each instruction's op number in the low 16 bits of its op word
+// and the op's number of slot operands from this bit up (kernels.hpp: device_program).
+#define TV_PROGRAM_ARITY_SHIFT 16u
 #undef TV_PUSH_CONSTANTS_BEGIN
 #undef TV_PUSH_CONSTANTS_END
 #undef TV_UINT

@@ -40,17 +40,21 @@ void main() {
     uint reverse_end = phase(TV_PHASE_REVERSE) ? pc.slot_end : pc.slot_begin;
     for (uint slot = reverse_end; slot-- > pc.slot_begin;) {
         uvec4 ins = instructions[slot];
-        if (is_leaf(ins.x)) continue;
-        bool any_seed = false;
-        for (uint k = 0u; k < seeds; ++k) any_seed = any_seed || !(work[at(1u + k, slot, lane)] == REAL(0));
-        if (!any_seed) continue;
-        REAL a, b, c;
-        load_operands(ins, lane, a, b, c);
+        if (is_leaf(ins)) continue;
+        // Each adjoint is loaded once; the operands and partials only at the first non-zero
+        // one (a slot no output depends on costs K loads).
+        bool have_partials = false;
+        uint count = 0u;
         REAL d0, d1, d2;
-        uint count = tv_partials(ins.x, a, b, c, int(ins.z), work[at(0u, slot, lane)], d0, d1, d2);
         for (uint k = 0u; k < seeds; ++k) {
             REAL adjoint = work[at(1u + k, slot, lane)];
             if (adjoint == REAL(0)) continue;
+            if (!have_partials) {
+                REAL a, b, c;
+                load_operands(ins, lane, a, b, c);
+                count = tv_partials(op_of(ins), a, b, c, int(ins.z), work[at(0u, slot, lane)], d0, d1, d2);
+                have_partials = true;
+            }
             if (count > 0u) accumulate(1u + k, ins.y, lane, d0, adjoint);
             if (count > 1u) accumulate(1u + k, ins.z, lane, d1, adjoint);
             if (count > 2u) accumulate(1u + k, ins.w, lane, d2, adjoint);

@@ -19,19 +19,21 @@ void main() {
     uint directions = pc.directions;
     for (uint slot = pc.slot_begin; slot < (phase(TV_PHASE_FORWARD) ? pc.slot_end : 0u); ++slot) {
         uvec4 ins = instructions[slot];
-        if (is_leaf(ins.x)) {
+        if (is_leaf(ins)) {
             work[at(0u, slot, lane)] = leaf_value(ins, lane);
+            bool is_input = op_of(ins) == TV_OP_INPUT;
             for (uint k = 0u; k < directions; ++k)
-                work[at(1u + k, slot, lane)] = ins.x == TV_OP_INPUT ? direction(k, ins.y, lane) : REAL(0);
+                work[at(1u + k, slot, lane)] = is_input ? direction(k, ins.y, lane) : REAL(0);
             continue;
         }
         REAL a, b, c;
         load_operands(ins, lane, a, b, c);
         int immediate = int(ins.z);
-        REAL r = tv_value(ins.x, a, b, c, immediate);
+        uint op = op_of(ins);
+        REAL r = tv_value(op, a, b, c, immediate);
         work[at(0u, slot, lane)] = r;
         REAL d0, d1, d2;
-        uint count = tv_partials(ins.x, a, b, c, immediate, r, d0, d1, d2);
+        uint count = tv_partials(op, a, b, c, immediate, r, d0, d1, d2);
         for (uint k = 0u; k < directions; ++k) {
             REAL sum = REAL(0);
             if (count > 0u) sum += tv_contribution(d0, work[at(1u + k, ins.y, lane)]);

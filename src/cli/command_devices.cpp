@@ -13,7 +13,8 @@ namespace {
 constexpr std::string_view help = R"(usage: tapevm devices
 
 Lists the Vulkan devices (index, name, type, memory, float64 support, the limits that size
-the GPU VM's chunks, driver and API version) and which one the GPU backend uses: the one
+the GPU VM's chunks, whether subnormal numbers are kept or may flush to zero, driver and API
+version) and which one the GPU backend uses: the one
 TAPEVM_DEVICE names (an index or a part of the name), else the first discrete GPU, else the
 first device. Exits with status 1 when there is no Vulkan loader or device, saying why.
 )";
@@ -47,6 +48,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             << (device.float64 ? "yes" : "no") << ", max storage buffer "
             << mebibytes(device.max_storage_buffer_range) << ", workgroups " << device.max_workgroup_count_x
             << " x " << device.max_workgroup_size_x << ", subgroup " << device.subgroup_size << "\n"
+            << "   subnormals kept (DenormPreserve): float " << (device.subnormals_float ? "yes" : "no, may flush")
+            << ", double " << (device.subnormals_double ? "yes" : device.float64 ? "no, may flush" : "-") << '\n'
             << "   Vulkan " << device.api_version << ", driver " << device.driver << '\n';
     }
     try {

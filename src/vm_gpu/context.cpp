@@ -114,6 +114,19 @@ std::vector<vk::raii::PhysicalDevice> Instance::physical_devices() const {
     }
 }
 
+FloatControls float_controls(const vk::raii::PhysicalDevice& device) {
+    const auto chain =
+        device.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceFloatControlsProperties>();
+    const auto& properties = chain.get<vk::PhysicalDeviceFloatControlsProperties>();
+    FloatControls controls;
+    controls.denorm_independence =
+        static_cast<FloatControls::Independence>(properties.denormBehaviorIndependence);
+    controls.preserve16 = properties.shaderDenormPreserveFloat16 != VK_FALSE;
+    controls.preserve32 = properties.shaderDenormPreserveFloat32 != VK_FALSE;
+    controls.preserve64 = properties.shaderDenormPreserveFloat64 != VK_FALSE;
+    return controls;
+}
+
 DeviceInfo describe(const vk::raii::PhysicalDevice& device, std::size_t index) {
     const auto chain =
         device.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceSubgroupProperties,
@@ -136,6 +149,9 @@ DeviceInfo describe(const vk::raii::PhysicalDevice& device, std::size_t index) {
             info.memory_bytes = std::max<std::uint64_t>(info.memory_bytes, memory.memoryHeaps[h].size);
     }
     info.float64 = device.getFeatures().shaderFloat64 != VK_FALSE;
+    const FloatControls controls = float_controls(device);
+    info.subnormals_float = preserves(denorm_preserve_widths(controls, false), 32);
+    info.subnormals_double = info.float64 && preserves(denorm_preserve_widths(controls, true), 64);
     info.max_storage_buffer_range = properties.limits.maxStorageBufferRange;
     info.max_workgroup_count_x = properties.limits.maxComputeWorkGroupCount[0];
     info.max_workgroup_size_x = properties.limits.maxComputeWorkGroupSize[0];
@@ -226,7 +242,7 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         const vk::DeviceCreateInfo device_info({}, queue_info, {}, {}, &features);
         device_ = vk::raii::Device(physical, device_info);
         queue_ = device_.getQueue(queue_family_, 0);
-        kernels_ = std::make_unique<Kernels>(device_, info_.float64);
+        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical));
     } catch (...) {
         rethrow_setup_error(what);
     }

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "float_controls.hpp"
 #include "kernels.hpp"
+#include "memory.hpp"
 #include "tapevm/gpu.hpp"
 #include "vulkan.hpp"
 
@@ -36,6 +38,9 @@ private:
     vk::raii::DebugUtilsMessengerEXT messenger_{nullptr};
     bool validation_ = false;
 };
+
+/// The device's float controls (what decides the kernels' DenormPreserve modes).
+FloatControls float_controls(const vk::raii::PhysicalDevice& device);
 
 /// What a physical device offers, in the public form.
 DeviceInfo describe(const vk::raii::PhysicalDevice& device, std::size_t index);
@@ -69,6 +74,9 @@ public:
     std::uint32_t memory_type(std::uint32_t type_bits, vk::MemoryPropertyFlags required,
                               vk::MemoryPropertyFlags preferred) const;
 
+    /// The bytes its buffers hold (and a test limit).
+    MemoryLedger& ledger() const { return ledger_; }
+
     /// Serializes every use of the device.
     std::mutex& mutex() { return mutex_; }
     Kernels& kernels() { return *kernels_; }
@@ -91,6 +99,7 @@ private:
     vk::raii::Queue queue_{nullptr};
     std::unique_ptr<Kernels> kernels_;
     std::mutex mutex_;
+    mutable MemoryLedger ledger_;
     mutable std::mutex lost_mutex_;
     std::string lost_;
 };

@@ -16,9 +16,19 @@
 #include "tangent_f64.spv.h"
 
 namespace tapevm::gpu::detail {
-namespace {
 
-std::span<const std::uint32_t> spirv(Kernel kernel, bool double_precision) {
+std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape) {
+    static_assert(op_count <= (1u << TV_PROGRAM_ARITY_SHIFT), "op numbers fit below the arity");
+    std::vector<std::array<std::uint32_t, 4>> program;
+    program.reserve(tape.instructions().size());
+    for (const Instruction& ins : tape.instructions()) {
+        const auto op = static_cast<std::uint32_t>(ins.op);
+        program.push_back({op | arity(ins.op) << TV_PROGRAM_ARITY_SHIFT, ins.a, ins.b, ins.c});
+    }
+    return program;
+}
+
+std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision) {
     switch (kernel) {
         case Kernel::forward:
             return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_f64)
@@ -46,9 +56,10 @@ const char* kernel_name(Kernel kernel) {
     return "?";
 }
 
-}  // namespace
-
-Kernels::Kernels(const vk::raii::Device& device, bool float64) : device_(device), float64_(float64) {
+Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls)
+    : device_(device),
+      float64_(float64),
+      denorm_widths_{denorm_preserve_widths(controls, false), denorm_preserve_widths(controls, true)} {
     try {
         std::array<vk::DescriptorSetLayoutBinding, binding_count> bindings;
         for (std::uint32_t b = 0; b < binding_count; ++b) {
@@ -71,10 +82,15 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
     auto& slot = pipelines_[static_cast<std::size_t>(kernel) * 2 + (double_precision ? 1 : 0)];
     if (slot) return *slot;
     try {
-        const auto code = spirv(kernel, double_precision);
-        const vk::raii::ShaderModule module(device_,
-                                            vk::ShaderModuleCreateInfo({}, code.size_bytes(), code.data()));
-        const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main");
+        // The embedded module with the DenormPreserve modes this device allows.
+        const auto code = with_denorm_preserve(embedded_spirv(kernel, double_precision),
+                                               denorm_widths_[double_precision ? 1 : 0]);
+        const vk::raii::ShaderModule module(
+            device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
+        const vk::SpecializationMapEntry local_size(0, 0, sizeof(workgroup_size));
+        const vk::SpecializationInfo specialization(1, &local_size, sizeof(workgroup_size), &workgroup_size);
+        const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
+                                                      &specialization);
         slot.emplace(device_, nullptr, vk::ComputePipelineCreateInfo({}, stage, *layout_));
     } catch (...) {
         rethrow_setup_error(std::string("gpu::Kernels: cannot create the ") + kernel_name(kernel) + " (" +

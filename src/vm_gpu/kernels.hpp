@@ -6,7 +6,11 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <vector>
 
+#include "float_controls.hpp"
+#include "tapevm/tape.hpp"
 #include "vulkan.hpp"
 
 namespace tapevm::gpu::detail {
@@ -18,7 +22,8 @@ static_assert(sizeof(PushConstants) == TV_PUSH_CONSTANT_FIELDS * sizeof(std::uin
 enum class Kernel : std::uint32_t { forward, tangent, reverse, hvp };
 inline constexpr std::size_t kernel_count = 4;
 
-/// Workgroup size of every kernel (local_size_x in shaders/interpreter.glsl).
+/// Workgroup size of every kernel: specialization constant 0 of shaders/interpreter.glsl
+/// (local_size_x_id = 0), set at pipeline creation.
 inline constexpr std::uint32_t workgroup_size = 64;
 
 /// The storage-buffer bindings of set 0, as declared in shaders/interpreter.glsl.
@@ -37,9 +42,21 @@ enum Binding : std::uint32_t {
     binding_count
 };
 
+/// The program buffer of `tape`: its instructions as uvec4s {op, a, b, c}, with the op's
+/// number of slot operands (tapevm::arity: 0 for leaves, 1 for Powi) added to the op word
+/// at bit TV_PROGRAM_ARITY_SHIFT, so the kernels load only the operands an op has.
+std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape);
+
+/// The kernel's SPIR-V as compiled at build time (before the DenormPreserve patch).
+std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision);
+/// "forward", "tangent", "reverse", "hvp".
+const char* kernel_name(Kernel kernel);
+
 class Kernels {
 public:
-    Kernels(const vk::raii::Device& device, bool float64);
+    /// `controls`: the device's float controls, which decide the widths whose subnormals
+    /// the kernels ask to preserve (float_controls.hpp).
+    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls);
 
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
     const vk::raii::PipelineLayout& layout() const { return layout_; }
@@ -50,6 +67,7 @@ public:
 private:
     const vk::raii::Device& device_;
     bool float64_;
+    std::array<std::vector<std::uint32_t>, 2> denorm_widths_;  // float, double
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
     std::array<std::optional<vk::raii::Pipeline>, 2 * kernel_count> pipelines_;

@@ -1,10 +1,26 @@
 #include "memory.hpp"
 
 #include <algorithm>
+#include <string>
 
+#include "context.hpp"
 #include "errors.hpp"
 
 namespace tapevm::gpu::detail {
+
+void MemoryLedger::charge(std::uint64_t bytes) {
+    const std::uint64_t live = live_.fetch_add(bytes) + bytes;
+    if (live > limit_.load()) {
+        live_.fetch_sub(bytes);
+        throw OutOfDeviceMemory("out of device memory (the test limit of " + std::to_string(limit_.load()) +
+                                " bytes)");
+    }
+    std::uint64_t peak = peak_.load();
+    while (live > peak && !peak_.compare_exchange_weak(peak, live)) {
+    }
+}
+
+void MemoryLedger::release(std::uint64_t bytes) { live_.fetch_sub(bytes); }
 
 DeviceBuffer::DeviceBuffer(const Device& device, std::uint64_t bytes, MemoryKind kind) {
     bytes = std::max<std::uint64_t>(bytes, 16);
@@ -12,6 +28,11 @@ DeviceBuffer::DeviceBuffer(const Device& device, std::uint64_t bytes, MemoryKind
                              (kind == MemoryKind::device ? "device" : "staging") + " memory";
     if (bytes > device.max_allocation_bytes())
         throw OutOfDeviceMemory(what + ": larger than the device allows");
+    try {
+        charge_ = Charge(device.ledger(), bytes);
+    } catch (const OutOfDeviceMemory& error) {
+        throw OutOfDeviceMemory(what + ": " + error.what());
+    }
     try {
         const auto usage = vk::BufferUsageFlagBits::eStorageBuffer | vk::BufferUsageFlagBits::eTransferSrc |
                            vk::BufferUsageFlagBits::eTransferDst;

@@ -115,7 +115,8 @@ Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t req
             buffer = DeviceBuffer(*device_, bytes, MemoryKind::device);
             if (bytes > 0) upload(buffer, data, bytes);
         };
-        put(program_, tape.instructions().data(), tape.instructions().size_bytes());
+        const auto program = device_program(tape);
+        put(program_, program.data(), program.size() * sizeof(program[0]));
         put(output_slots_, tape.outputs().data(), tape.outputs().size_bytes());
         put(guards_, tape.guards().data(), tape.guards().size_bytes());
         std::vector<float> constants(tape.constants().begin(), tape.constants().end());

@@ -51,6 +51,12 @@ struct Tolerances {
     ErrorBound tapes;
     /// Ops whose zero results may have either sign (all others: the reference's sign).
     std::set<Op> unsigned_zeros;
+    /// The backend may flush subnormal numbers to zero (a GPU whose float controls cannot
+    /// preserve them: set from the device's properties, never assumed). A result then also
+    /// matches the reference evaluated with every subnormal input, parameter and seed
+    /// replaced by a zero of its sign, and a subnormal expected result also matches that
+    /// zero (modes.hpp). false: subnormals are numbers like any other.
+    bool subnormals_may_flush = false;
 
     double value_ulp_for(Op op) const;
     ErrorBound derivative_bound_for(Op op) const;

@@ -62,15 +62,23 @@ template <class Real> struct Comparison {
     Results<Real> got;
     Results<double> reference;
     Results<Real> reference_real;
+    /// Where the backend may flush subnormals (Tolerances::subnormals_may_flush) and the
+    /// batch or its seeds hold some: the reference on the batch and seeds with every
+    /// subnormal flushed to a zero of its sign.
+    bool has_flushed = false;
+    Results<double> flushed;
+    Results<Real> flushed_real;
 };
 
 /// Runs every mode on `evaluator` and on the reference VM (in double on the same points
-/// converted to double, and in Real).
+/// converted to double, and in Real; also on flushed inputs, see Comparison).
 template <class Real>
 Comparison<Real> run_all(const Evaluator& evaluator, const PointSet<Real>& points, const Seeds<Real>& seeds);
 
 /// Compares every mode of `c`: forward with `value_judge`, the derivative modes with
-/// `derivative_judge`, and every mode's diverged points.
+/// `derivative_judge`, and every mode's diverged points. Where the backend may flush
+/// subnormals, a result the judge rejects is judged again against the reference with its
+/// subnormal results flushed, and against the flushed-input reference (Comparison).
 template <class Real>
 void compare_all(Failures& failures, const Comparison<Real>& c, const Tape& tape,
                  const DescribePoint& describe, const ValueJudge& value_judge,

@@ -33,6 +33,9 @@ TEST_CASE("tapevm devices lists the devices and the one the GPU backend uses") {
     CHECK(run.status == 0);
     const auto devices = gpu::devices();
     for (const auto& device : devices) CHECK(run.out.find(device.name) != std::string::npos);
+    const std::string subnormals = std::string("subnormals kept (DenormPreserve): float ") +
+                                   (devices[0].subnormals_float ? "yes" : "no, may flush");
+    CHECK(run.out.find(subnormals) != std::string::npos);
     CHECK(run.out.find("0: ") == 0);
     CHECK(run.out.find("float64") != std::string::npos);
     CHECK(run.out.find("max storage buffer") != std::string::npos);

@@ -6,6 +6,7 @@
 
 #include "chunking.hpp"
 #include "context.hpp"
+#include "kernels.hpp"
 #include "gpu_support.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
@@ -175,6 +176,29 @@ TEST_CASE("chunk planning: workgroup multiples, the batch, the request and every
     CHECK_THROWS_AS(chunk_lanes(limits(), huge, 10, 0), Unsupported);
 }
 
+TEST_CASE("the program buffer carries each op's number of slot operands") {
+    TapeParts parts;
+    parts.inputs = 2;
+    parts.constants = {3.0};
+    parts.instructions = {{Op::Input, 0, 0, 0}, {Op::Input, 1, 0, 0}, {Op::Const, 0, 0, 0},
+                          {Op::Sin, 0, 0, 0},   {Op::Powi, 3, 0xfffffffd, 0},
+                          {Op::Add, 0, 1, 0},   {Op::Fma, 0, 1, 2}};
+    parts.outputs = {4, 5, 6};
+    const Tape tape(parts);
+    const auto program = gpu::detail::device_program(tape);
+    REQUIRE(program.size() == tape.instructions().size());
+    const std::uint32_t expected_arity[] = {0, 0, 0, 1, 1, 2, 3};
+    for (std::size_t k = 0; k < program.size(); ++k) {
+        CAPTURE(k);
+        const Instruction& ins = tape.instructions()[k];
+        CHECK((program[k][0] & 0xffff) == static_cast<std::uint32_t>(ins.op));
+        CHECK((program[k][0] >> TV_PROGRAM_ARITY_SHIFT) == expected_arity[k]);
+        CHECK(program[k][1] == ins.a);
+        CHECK(program[k][2] == ins.b);  // Powi: the exponent, untouched
+        CHECK(program[k][3] == ins.c);
+    }
+}
+
 TEST_CASE("chunk sizes of a Vm stay within the device's storage-buffer range") {
     const gpu::Vm vm(examples::example_tape("ba-param"), test_options());
     for (const char* mode : {"forward", "jacobian", "jvp", "vjp", "hvp"}) {
@@ -184,6 +208,28 @@ TEST_CASE("chunk sizes of a Vm stay within the device's storage-buffer range") {
         CHECK(lanes >= 64);
         CHECK(lanes * vm.tape().slot_count() * 4 * 4 <= vm.device().max_storage_buffer_range);
     }
+}
+
+// Last in this file: it replaces the shared device. A lost device (as after
+// VK_ERROR_DEVICE_LOST) fails every later call of its Vms clearly; a new Vm gets a new device.
+TEST_CASE("a lost device: its Vms throw DeviceLost, a new Vm works") {
+    const Tape tape = examples::example_tape("rosenbrock16");
+    const auto inputs = random_values<float>(100 * tape.input_count(), -2, 2, 3);
+    const Batch<float> batch{100, inputs, {}};
+    const auto expected = reference::Vm(tape).gradient(batch);
+    const gpu::Vm vm(tape, test_options());
+    check_close(vm.gradient(batch).values, expected.values, "gradient before");
+    gpu::detail::Device::acquire(test_options())->mark_lost("lost on purpose by the test");
+    try {
+        (void)vm.gradient(batch);
+        FAIL_CHECK("a lost device still computes");
+    } catch (const DeviceLost& error) {
+        CHECK(std::string(error.what()).find("lost on purpose by the test") != std::string::npos);
+    }
+    CHECK_THROWS_AS(vm.upload<float>(inputs), DeviceLost);
+    const gpu::Vm fresh(tape, test_options());
+    check_close(fresh.gradient(batch).values, expected.values, "gradient on a new device");
+    check_validation_clean();
 }
 
 }  // namespace

@@ -43,6 +43,12 @@ struct DeviceInfo {
     std::string type;                // "discrete", "integrated", "virtual", "cpu", "other"
     std::uint64_t memory_bytes = 0;  // the largest device-local heap
     bool float64 = false;            // shaderFloat64: double precision available
+    // Subnormal numbers: true when the kernels keep them on this device in float (double),
+    // because its float controls (shaderDenormPreserveFloat32/64) let them request the
+    // DenormPreserve mode; false: the driver may flush subnormal inputs and results of that
+    // precision to zero, which the reference VM never does.
+    bool subnormals_float = false;
+    bool subnormals_double = false;
     std::uint64_t max_storage_buffer_range = 0;
     std::uint32_t max_workgroup_count_x = 0;
     std::uint32_t max_workgroup_size_x = 0;
