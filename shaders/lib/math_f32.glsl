@@ -53,6 +53,16 @@ precise float tv_round(float x) {
     return tv_abs(x - t) >= 0.5f ? t + tv_copysign(1.0f, x) : t;
 }
 // tv_fma: below, with the double-float helpers.
+// a / b. GPUs divide as a * (1 / b) (NVIDIA's float division: within 2.5 ulp), and for
+// |b| > 2^126 the reciprocal is subnormal and flushes to zero: 100 / 3e38 gave 0, inf / 3e38
+// NaN. Scaling both by 1/4 keeps the reciprocal normal and the quotient exact in scale.
+precise float tv_div(float a, float b) {
+    if (tv_abs(b) > 8.5070592e37f) {
+        a *= 0.25f;
+        b *= 0.25f;
+    }
+    return a / b;
+}
 precise float tv_sqrt(float x) { return x < 0.0f ? tv_nan_f32() : (x == 0.0f ? x : sqrt(x)); }
 
 // ---- constants (fit_polynomials.py; split constants: a head with few bits and a tail) ----

@@ -51,6 +51,7 @@ precise double tv_sign(double x) { return x > 0.0LF ? 1.0LF : (x < 0.0LF ? -1.0L
 precise double tv_floor(double x) { return floor(x); }
 precise double tv_ceil(double x) { return ceil(x); }
 precise double tv_trunc(double x) { return trunc(x); }
+precise double tv_div(double a, double b) { return a / b; }
 // Half away from zero (std::round); GLSL's round() may round halves either way.
 precise double tv_round(double x) {
     double t = trunc(x);

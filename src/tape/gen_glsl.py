@@ -68,6 +68,11 @@ def make_emitter_class(gen_ops):
         def call(self, name, arguments):
             return f"tv_{name}({', '.join(arguments)})"
 
+        def divide(self, left, right):
+            # Through the math library: GPUs divide as a * (1 / b), which loses results
+            # whose divisor's reciprocal is subnormal (math_f32.glsl).
+            return f"tv_div({left}, {right})"
+
     return GlslEmitter
 
 

@@ -72,6 +72,9 @@ class CppEmitter:
     def call(self, name, arguments):
         return f"M::{name}({', '.join(arguments)})"
 
+    def divide(self, left, right):
+        return f"({left} / {right})"
+
     def emit(self, source):
         try:
             tree = ast.parse(source, mode="eval").body
@@ -110,6 +113,8 @@ class CppEmitter:
             return f"(-{self.value(node.operand)})"
         if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             return self.mask_not(self.value(node.operand))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            return self.divide(self.value(node.left), self.value(node.right))
         if isinstance(node, ast.BinOp) and type(node.op) in BINARY:
             return f"({self.value(node.left)} {BINARY[type(node.op)]} {self.value(node.right)})"
         if isinstance(node, ast.BoolOp):

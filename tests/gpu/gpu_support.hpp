@@ -59,12 +59,16 @@ std::vector<Real> perturbed_rows(const std::array<double, N>& center, std::size_
 /// the math library differs by a few ulp and the summation order is the same.
 template <class Real> double tolerance() { return sizeof(Real) == 8 ? 1e-11 : 2e-4; }
 
+/// The same for the bundle-adjustment tape in float: its residual cancels a projection of
+/// ~1e3 against the feature, amplifying a few ulp of the device's division and math library
+/// (NVIDIA divides within 2.5 ulp) to ~1e-3 relative, as on the CPU (tests/cpu: 3e-3).
+constexpr double ba_float_tolerance = 3e-3;
+
 /// Compares `actual` with `expected` element by element; reports the first mismatch.
 template <class Real>
 void check_close(const std::vector<Real>& actual, const std::vector<Real>& expected, const std::string& what,
-                 std::size_t per_point = 1) {
+                 std::size_t per_point = 1, double relative = tolerance<Real>()) {
     REQUIRE(actual.size() == expected.size());
-    const double relative = tolerance<Real>();
     for (std::size_t i = 0; i < actual.size(); ++i) {
         const double a = actual[i];
         const double e = expected[i];

@@ -67,10 +67,15 @@ TEST_CASE("device memory is bounded by the chunk size, not the batch") {
     check_validation_clean();
 }
 
-TEST_CASE("a batch of 2^22 + 1 points in automatic chunks needs no more memory than 2^20") {
+TEST_CASE("a batch of four automatic chunks and a point needs no more memory than one chunk") {
     const gpu::Vm vm(affine_tape(), test_options());
-    CHECK(forward_peak(vm, std::size_t{1} << 20) > 0);
-    CHECK(forward_peak(vm, (std::size_t{1} << 22) + 1) == 0);
+    // The automatic chunk depends on the device (a cache-sized working set): on lavapipe
+    // about 2^19 points of this tape, on an H100 a few million.
+    const std::size_t chunk = vm.chunk_points<float>("forward");
+    CAPTURE(chunk);
+    REQUIRE(chunk <= (std::size_t{1} << 24));
+    CHECK(forward_peak(vm, chunk) > 0);
+    CHECK(forward_peak(vm, 4 * chunk + 1) == 0);
     check_validation_clean();
 }
 
