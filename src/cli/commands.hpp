@@ -26,5 +26,6 @@ Command eval_command();
 Command demo_command();
 Command devices_command();
 Command bench_command();
+Command adbench_command();
 
 }  // namespace tapevm::cli

@@ -1,0 +1,94 @@
+#include "adbench_backend.hpp"
+
+#include <string>
+#include <utility>
+
+#include "tapevm/cpu.hpp"
+#include "tapevm/error.hpp"
+#include "tapevm/examples.hpp"
+#include "tapevm/gpu.hpp"
+#include "tapevm/reference.hpp"
+#include "tapevm/var.hpp"
+
+#if !defined(TAPEVM_BENCH_ADOLC)
+#error "bench/meson.build defines TAPEVM_BENCH_ADOLC"
+#endif
+
+namespace tapevm::bench::adbench {
+namespace {
+
+void check_guards(const Report& report, const char* tape) {
+    if (report.all_guards_hold()) return;
+    throw Error(std::string("observation ") + std::to_string(report.diverged.front()) + " (and " +
+                std::to_string(report.diverged.size() - 1) + " more) leaves the branch the " + tape +
+                " tape recorded (a camera with zero rotation): not supported");
+}
+
+// Two Evaluators of one kind, one per tape.
+class EvaluatorBlocks final : public BlockJacobians {
+public:
+    EvaluatorBlocks(std::unique_ptr<Evaluator> reprojection, std::unique_ptr<Evaluator> weight)
+        : reprojection_(std::move(reprojection)), weight_(std::move(weight)) {}
+
+    void reprojection(const Batch<double>& batch, std::span<double> jacobians) const override {
+        check_guards(reprojection_->jacobian(batch, jacobians), "reprojection");
+    }
+    void reprojection(const Batch<float>& batch, std::span<float> jacobians) const override {
+        check_guards(reprojection_->jacobian(batch, jacobians), "reprojection");
+    }
+    void weight(const Batch<double>& batch, std::span<double> derivatives) const override {
+        weight_->gradient(batch, derivatives);
+    }
+    void weight(const Batch<float>& batch, std::span<float> derivatives) const override {
+        weight_->gradient(batch, derivatives);
+    }
+    std::string name() const override { return reprojection_->name(); }
+
+private:
+    std::unique_ptr<Evaluator> reprojection_, weight_;
+};
+
+template <class Make> std::unique_ptr<BlockJacobians> evaluator_blocks(Make make) {
+    return std::make_unique<EvaluatorBlocks>(make(reprojection_tape()), make(weight_error_tape()));
+}
+
+}  // namespace
+
+const Tape& weight_error_tape() {
+    static const Tape tape = [] {
+        Tape t = record(1, [](std::span<const Var> x) { return examples::ba_weight_error(x[0]); });
+        t.optimize();
+        return t;
+    }();
+    return tape;
+}
+
+const Tape& reprojection_tape() {
+    static const Tape tape = examples::example_tape("ba-param");
+    return tape;
+}
+
+std::unique_ptr<BlockJacobians> make_block_jacobians(std::string_view backend, Precision precision,
+                                                     unsigned threads) {
+    if (backend == "reference")
+        return evaluator_blocks([](const Tape& tape) { return std::make_unique<reference::Vm>(tape); });
+    if (backend == "cpu")
+        return evaluator_blocks([threads](const Tape& tape) {
+            cpu::Options options;
+            options.threads = threads;
+            return std::make_unique<cpu::Vm>(tape, options);
+        });
+    if (backend == "gpu")
+        return evaluator_blocks([](const Tape& tape) { return std::make_unique<gpu::Vm>(tape); });
+    if (backend == "adolc") {
+        if (precision != Precision::f64) throw Unsupported("adolc evaluates in double only");
+#if TAPEVM_BENCH_ADOLC
+        return make_adolc_block_jacobians();
+#else
+        throw Unsupported("adolc is not in this build (ADOL-C, Debian's libadolc-dev, was not found)");
+#endif
+    }
+    throw Error("unknown backend '" + std::string(backend) + "' (known: " + std::string(backend_names) + ")");
+}
+
+}  // namespace tapevm::bench::adbench
