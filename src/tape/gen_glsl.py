@@ -134,11 +134,6 @@ def generate(table, gen_ops):
         "",
         "#include \"math.glsl\"",
         "",
-        "// 1: only the basic ops (op_table.BASIC) are dispatched (a smaller interpreter kernel).",
-        "#ifndef TV_BASIC_OPS",
-        "#define TV_BASIC_OPS 0",
-        "#endif",
-        "",
     ]
     lines += [f"const uint TV_OP_{op['name'].upper()} = {op['number']}u;" for op in ops]
     lines += [f"const uint TV_OP_COUNT = {len(ops)}u;", ""]
@@ -150,16 +145,12 @@ def generate(table, gen_ops):
         functions, arguments = op_functions(table, op, Emitter)
         lines += functions
         constant = f"TV_OP_{op['name'].upper()}"
-        # TV_BASIC_OPS: the kernel variant for tapes of basic ops only (op_table.BASIC).
-        basic = table.BASIC in op["flags"]
-        guard_open = [] if basic else ["#if !TV_BASIC_OPS"]
-        guard_close = [] if basic else ["#endif"]
-        value_cases += guard_open + [f"    case {constant}: return tv_value_{lower(op)}({arguments});"] + guard_close
+        value_cases.append(f"    case {constant}: return tv_value_{lower(op)}({arguments});")
         if has_partials(op):
             outs = ", ".join(f"d{index}" for index in range(op["arity"]))
-            partial_cases += guard_open + [
+            partial_cases.append(
                 f"    case {constant}: tv_partials_{lower(op)}({arguments}, r, {outs});"
-                f" return {op['arity']}u;"] + guard_close
+                f" return {op['arity']}u;")
     lines += [
         "// The value of non-leaf op `op` (leaves give 0: the interpreter loads them itself).",
         "// `imm` is Powi's exponent, unused by the other ops.",

@@ -170,7 +170,7 @@ def check_table(table):
             raise FormulaError(f"{op['name']}: an immediate op has one slot operand")
 
 
-FLAG_BITS = {"leaf": 1, "commutative": 2, "step": 4, "comparison": 8, "immediate": 16, "basic": 32}
+FLAG_BITS = {"leaf": 1, "commutative": 2, "step": 4, "comparison": 8, "immediate": 16}
 
 
 def header_op(table):

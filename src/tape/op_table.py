@@ -46,8 +46,6 @@ COMMUTATIVE = "commutative"  # value and partials symmetric in the first two ope
 STEP = "step"                # piecewise constant: every partial is 0
 COMPARISON = "comparison"    # gives 1 or 0
 IMMEDIATE = "immediate"      # operand b is an int32 immediate (Powi's exponent), not a slot
-BASIC = "basic"              # value and partials need only + - * /, sqrt, comparisons and
-                             # selects: the GPU interpreter has a smaller kernel of just these
 
 
 def op(number, name, arity, value=None, partials=(), flags=(), lets=(), text=None, identities=()):
@@ -140,9 +138,3 @@ OPS = [
     op(50, "Fma", 3, "fma(a, b, c)", ["b", "a", "1"], {COMMUTATIVE}),
     op(51, "Param", 0, flags={LEAF}),
 ]
-
-BASIC_OPS = {"Add", "Sub", "Mul", "Div", "Max", "Min", "Neg", "Recip", "Sqrt", "Abs", "Signum", "Floor", "Ceil",
-             "Round", "Trunc", "Fract", "Lt", "Le", "Gt", "Ge", "Eq", "Ne", "Select"}
-for _op in OPS:
-    if _op["name"] in BASIC_OPS:
-        _op["flags"].add(BASIC)

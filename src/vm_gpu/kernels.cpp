@@ -7,21 +7,13 @@
 
 // Generated from shaders/*.comp by glslangValidator (shaders/meson.build).
 #include "forward_f32.spv.h"
-#include "forward_f32_basic.spv.h"
 #include "forward_f64.spv.h"
-#include "forward_f64_basic.spv.h"
 #include "hvp_f32.spv.h"
-#include "hvp_f32_basic.spv.h"
 #include "hvp_f64.spv.h"
-#include "hvp_f64_basic.spv.h"
 #include "reverse_f32.spv.h"
-#include "reverse_f32_basic.spv.h"
 #include "reverse_f64.spv.h"
-#include "reverse_f64_basic.spv.h"
 #include "tangent_f32.spv.h"
-#include "tangent_f32_basic.spv.h"
 #include "tangent_f64.spv.h"
-#include "tangent_f64_basic.spv.h"
 
 namespace tapevm::gpu::detail {
 
@@ -36,33 +28,22 @@ std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape) {
     return program;
 }
 
-#define TV_SPIRV(name) std::span<const std::uint32_t>(tapevm_spirv_##name)
-
-std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision, bool basic_ops) {
+std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision) {
     switch (kernel) {
         case Kernel::forward:
-            if (basic_ops) return double_precision ? TV_SPIRV(forward_f64_basic) : TV_SPIRV(forward_f32_basic);
-            return double_precision ? TV_SPIRV(forward_f64) : TV_SPIRV(forward_f32);
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_forward_f32);
         case Kernel::tangent:
-            if (basic_ops) return double_precision ? TV_SPIRV(tangent_f64_basic) : TV_SPIRV(tangent_f32_basic);
-            return double_precision ? TV_SPIRV(tangent_f64) : TV_SPIRV(tangent_f32);
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_tangent_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_tangent_f32);
         case Kernel::reverse:
-            if (basic_ops) return double_precision ? TV_SPIRV(reverse_f64_basic) : TV_SPIRV(reverse_f32_basic);
-            return double_precision ? TV_SPIRV(reverse_f64) : TV_SPIRV(reverse_f32);
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_reverse_f32);
         case Kernel::hvp:
-            if (basic_ops) return double_precision ? TV_SPIRV(hvp_f64_basic) : TV_SPIRV(hvp_f32_basic);
-            return double_precision ? TV_SPIRV(hvp_f64) : TV_SPIRV(hvp_f32);
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_hvp_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_hvp_f32);
     }
     return {};
-}
-
-#undef TV_SPIRV
-
-bool basic_ops_only(const Tape& tape) {
-    for (const Instruction& ins : tape.instructions()) {
-        if (!has_flag(ins.op, op_flag::leaf) && !has_flag(ins.op, op_flag::basic)) return false;
-    }
-    return true;
 }
 
 const char* kernel_name(Kernel kernel) {
@@ -94,16 +75,15 @@ Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatContro
     }
 }
 
-const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision, bool basic_ops) {
+const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
-    auto& slot =
-        pipelines_[(static_cast<std::size_t>(kernel) * 2 + (double_precision ? 1 : 0)) * 2 + (basic_ops ? 1 : 0)];
+    auto& slot = pipelines_[static_cast<std::size_t>(kernel) * 2 + (double_precision ? 1 : 0)];
     if (slot) return *slot;
     try {
         // The embedded module with the DenormPreserve modes this device allows.
-        const auto code = with_denorm_preserve(embedded_spirv(kernel, double_precision, basic_ops),
+        const auto code = with_denorm_preserve(embedded_spirv(kernel, double_precision),
                                                denorm_widths_[double_precision ? 1 : 0]);
         const vk::raii::ShaderModule module(
             device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
@@ -114,8 +94,7 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
         slot.emplace(device_, nullptr, vk::ComputePipelineCreateInfo({}, stage, *layout_));
     } catch (...) {
         rethrow_setup_error(std::string("gpu::Kernels: cannot create the ") + kernel_name(kernel) + " (" +
-                            (double_precision ? "double" : "float") + (basic_ops ? ", basic ops" : "") +
-                            ") pipeline");
+                            (double_precision ? "double" : "float") + ") pipeline");
     }
     return *slot;
 }

@@ -48,12 +48,7 @@ enum Binding : std::uint32_t {
 std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape);
 
 /// The kernel's SPIR-V as compiled at build time (before the DenormPreserve patch).
-/// The embedded SPIR-V of `kernel`; basic_ops: the variant that dispatches only the basic
-/// ops (op_flag::basic), for tapes made of nothing else (a smaller kernel).
-std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision, bool basic_ops = false);
-
-/// True when every instruction of `tape` is a leaf or a basic op.
-bool basic_ops_only(const Tape& tape);
+std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision);
 /// "forward", "tangent", "reverse", "hvp".
 const char* kernel_name(Kernel kernel);
 
@@ -67,7 +62,7 @@ public:
     const vk::raii::PipelineLayout& layout() const { return layout_; }
     /// The pipeline of `kernel` in double or float; created on first use (the caller holds
     /// the device's mutex). Throws Unsupported for double on a device without shaderFloat64.
-    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, bool basic_ops = false);
+    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision);
 
 private:
     const vk::raii::Device& device_;
@@ -75,7 +70,7 @@ private:
     std::array<std::vector<std::uint32_t>, 2> denorm_widths_;  // float, double
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
-    std::array<std::optional<vk::raii::Pipeline>, 4 * kernel_count> pipelines_;
+    std::array<std::optional<vk::raii::Pipeline>, 2 * kernel_count> pipelines_;
 };
 
 }  // namespace tapevm::gpu::detail

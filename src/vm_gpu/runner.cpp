@@ -97,8 +97,7 @@ struct Runner::Slot {
 };
 
 Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points)
-    : device_(std::move(device)), tape_(tape), requested_chunk_points_(requested_chunk_points),
-      basic_ops_(basic_ops_only(tape_)) {
+    : device_(std::move(device)), tape_(tape), requested_chunk_points_(requested_chunk_points) {
     const auto& vk_device = device_->device();
     try {
         command_pool_ = vk::raii::CommandPool(
@@ -362,7 +361,7 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
         if (timed) command.writeTimestamp(vk::PipelineStageFlagBits::eAllCommands, *slot.queries, 1);
         const auto& kernels = device_->kernels();
         command.bindPipeline(vk::PipelineBindPoint::eCompute,
-                             *device_->kernels().pipeline(call.kernel, call.double_precision, basic_ops_));
+                             *device_->kernels().pipeline(call.kernel, call.double_precision));
         command.bindDescriptorSets(vk::PipelineBindPoint::eCompute, *kernels.layout(), 0, *slot.set, {});
         const auto groups = static_cast<std::uint32_t>((count + workgroup_size - 1) / workgroup_size);
         for (const Segment& segment : segments(call)) {

@@ -92,7 +92,6 @@ private:
     std::shared_ptr<Device> device_;
     const Tape& tape_;
     std::size_t requested_chunk_points_;
-    bool basic_ops_;  // the tape has only basic ops: the smaller kernels serve it
     DeviceBuffer program_, constants_f32_, constants_f64_, output_slots_, guards_, dummy_;
     vk::raii::CommandPool command_pool_{nullptr};
     vk::raii::DescriptorPool descriptor_pool_{nullptr};

@@ -6,7 +6,6 @@
 #include <doctest/doctest.h>
 
 #include "gpu_support.hpp"
-#include "kernels.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/var.hpp"
@@ -179,24 +178,6 @@ TEST_CASE("a tape of about 10,000 instructions, every mode (several dispatches o
     REQUIRE(vm.tape().slot_count() > 8000);
     check_every_mode<float>(vm, 5, false, -1, 1, 13);
     if (vm.device().float64) check_every_mode<double>(vm, 5, false, -1, 1, 14);
-}
-
-TEST_CASE("tapes of basic ops only run on the smaller basic-op kernels, the others on the full ones") {
-    // rosenbrock16 (Add, Sub, Mul, constants) on the basic kernels: its every-mode check above
-    // ran there; trig16 and BA (sin, cos, exp, tanh) need the full ones.
-    CHECK(gpu::detail::basic_ops_only(examples::example_tape("rosenbrock16")));
-    CHECK_FALSE(gpu::detail::basic_ops_only(examples::example_tape("trig16")));
-    CHECK_FALSE(gpu::detail::basic_ops_only(examples::example_tape("ba-param")));
-    // The basic kernels dispatch exactly the basic ops: a basic tape with every one of them.
-    const std::array<double, 3> at = {0.5, -0.25, 2.0};
-    const Tape every_basic = record(std::span<const double>(at), [](std::span<const Var> x) {
-        const Var a = (x[0] + x[1]) * x[2] - x[0] / x[2];
-        const Var b = max(a, x[1]) + min(a, x[0]) - abs(x[1]) + sqrt(x[2]) + floor(x[2] * 1.5);
-        const Var c = ceil(a) + round(b) + trunc(b * 0.5) + (-a) + 1.0 / b;
-        return std::vector<Var>{a * b + c, c - b};
-    });
-    CHECK(gpu::detail::basic_ops_only(every_basic));
-    check_every_mode<float>(gpu::Vm(every_basic, test_options()), 100, false, -2, 2);
 }
 
 }  // namespace
