@@ -361,8 +361,9 @@ template <class Arch, class Real> struct Kernel {
         for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
         const std::size_t whole = count - count % width;
         const std::size_t tiled = columns - columns % width;
-        const bool in_place = tiled == columns;
         const bool aligned = reinterpret_cast<std::uintptr_t>(results) % (width * sizeof(Real)) == 0;
+        // In place: whole vectors per row, and (streaming) aligned for non-temporal stores.
+        const bool in_place = tiled == columns && (!stream || aligned);
         alignas(64) Real staging[(scatter_chunk + 1) * width];
         Real* const rows = results + first * columns;
         const auto store_tile = [&](Real* tile, std::size_t t) {
