@@ -416,7 +416,7 @@ precise float tv_atan(float x) {
 }
 precise float tv_atan2(float y, float x) {
     float ay = tv_abs(y), ax = tv_abs(x);
-    float q = ay / ax;
+    float q = tv_div(ay, ax);  // not ay / ax: a huge ax would flush the reciprocal
     q = (tv_isinf(ay) && tv_isinf(ax)) ? 1.0f : q;
     q = ay == 0.0f ? 0.0f : q;
     float a = tv_atan_positive(q);
@@ -512,7 +512,7 @@ precise float tv_cbrt(float x) {
 precise float tv_hypot(float x, float y) {
     float a = tv_abs(x), b = tv_abs(y);
     float big = a > b ? a : b, small = a > b ? b : a;
-    float ratio = small / big;
+    float ratio = tv_div(small, big);  // not small / big: a huge big would flush the reciprocal
     float r = big * sqrt(1.0f + ratio * ratio);
     r = small == 0.0f ? big : r;
     r = (tv_isnan(x) || tv_isnan(y)) ? x + y : r;
