@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "adbench.hpp"
+#include "json_text.hpp"
 #include "adbench_expected.hpp"
 #include "check.hpp"
 #include "runner.hpp"
@@ -142,30 +143,6 @@ void measure(const BaProblem& problem, const RunOptions& options, Progress& prog
     result.jacobian_blocks = median_of(evaluations);
     result.jacobian_structure = median_of(structures);
     progress.finish();
-}
-
-std::string json_string(const std::string& text) {
-    std::string quoted = "\"";
-    for (const char c : text) {
-        if (c == '"' || c == '\\') {
-            quoted += '\\';
-            quoted += c;
-        } else if (static_cast<unsigned char>(c) < 0x20) {
-            char escaped[8];
-            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-            quoted += escaped;
-        } else {
-            quoted += c;
-        }
-    }
-    return quoted + "\"";
-}
-
-std::string json_number(double value) {
-    if (!std::isfinite(value)) return "null";
-    std::ostringstream text;
-    text << std::setprecision(17) << value;
-    return text.str();
 }
 
 std::string json_ms_list(const std::vector<double>& seconds) {

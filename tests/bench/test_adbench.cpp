@@ -80,6 +80,17 @@ std::vector<std::string> backends_here() {
     return names;
 }
 
+// Observation k's 15 inputs (its camera, its point, its weight), assembled by hand.
+std::vector<double> observation_inputs_of(const BaProblem& problem, std::size_t k) {
+    const auto c = static_cast<std::size_t>(problem.observation_camera[k]);
+    const auto j = static_cast<std::size_t>(problem.observation_point[k]);
+    std::vector<double> x(15);
+    for (std::size_t i = 0; i < 11; ++i) x[i] = problem.camera_values[11 * c + i];
+    for (std::size_t i = 0; i < 3; ++i) x[11 + i] = problem.point_values[3 * j + i];
+    x[14] = problem.weights[k];
+    return x;
+}
+
 }  // namespace
 
 TEST_CASE("the CSR of a tiny instance: shape and structure as written out by hand") {
@@ -122,14 +133,7 @@ TEST_CASE("the CSR values: the reference VM's blocks per observation, -2w in the
     const JacobianWork<double> work = jacobian_of<double>(problem, "cpu", Precision::f64, 2);
     const tapevm::reference::Vm vm(reprojection_tape());
     for (std::size_t k = 0; k < 4; ++k) {
-        std::vector<double> x;
-        const auto c = static_cast<std::size_t>(problem.observation_camera[k]);
-        const auto j = static_cast<std::size_t>(problem.observation_point[k]);
-        x.insert(x.end(), problem.camera_values.begin() + long(11 * c),
-                 problem.camera_values.begin() + long(11 * c + 11));
-        x.insert(x.end(), problem.point_values.begin() + long(3 * j),
-                 problem.point_values.begin() + long(3 * j + 3));
-        x.push_back(problem.weights[k]);
+        const std::vector<double> x = observation_inputs_of(problem, k);
         const std::vector<double> feature(problem.features.begin() + long(2 * k),
                                           problem.features.begin() + long(2 * k + 2));
         const std::vector<double> block = vm.jacobian(tapevm::Batch<double>{1, x, feature}).values;
@@ -148,14 +152,7 @@ TEST_CASE("the objective: the native template's residuals and 1 - w^2") {
     for (unsigned threads : {1u, 2u}) {
         const Objective<double> objective = objective_of<double>(problem, threads);
         for (std::size_t k = 0; k < 4; ++k) {
-            std::vector<double> x;
-            const auto c = static_cast<std::size_t>(problem.observation_camera[k]);
-            const auto j = static_cast<std::size_t>(problem.observation_point[k]);
-            x.insert(x.end(), problem.camera_values.begin() + long(11 * c),
-                     problem.camera_values.begin() + long(11 * c + 11));
-            x.insert(x.end(), problem.point_values.begin() + long(3 * j),
-                     problem.point_values.begin() + long(3 * j + 3));
-            x.push_back(problem.weights[k]);
+            const std::vector<double> x = observation_inputs_of(problem, k);
             const auto residual =
                 tapevm::examples::ba_residual<double, double>(x, problem.features.data() + 2 * k);
             CHECK(objective.reprojection_errors[2 * k] == doctest::Approx(residual[0]).epsilon(1e-13));
