@@ -250,8 +250,8 @@ Report Runner::run(const Call& call, Timing& timing) {
         } catch (const OutOfDeviceMemory& error) {
             for (auto& slot : slots_) slot.reset();
             if (lanes <= workgroup_size) {
-                throw DeviceLost(std::string("gpu: out of device memory even with chunks of ") +
-                                 std::to_string(lanes) + " points (" + error.what() + ")");
+                throw OutOfMemory(std::string("gpu: out of device memory even with chunks of ") +
+                                  std::to_string(lanes) + " points (" + error.what() + ")");
             }
             lanes = std::max<std::size_t>(workgroup_size, lanes / 2 / workgroup_size * workgroup_size);
         }

@@ -1,6 +1,7 @@
 // Device memory: bounded by the chunk size, not the batch; out of device memory gives smaller
 // chunks, then a clear error, and the Vm works again afterwards. The device's MemoryLedger
 // counts every buffer's bytes; its test limit makes allocations fail as on a full device.
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -107,14 +108,17 @@ TEST_CASE("out of device memory: smaller chunks, then a clear error; the Vm stay
         CHECK(ledger().peak_bytes() - base <= need / 3);
     }
     {
-        // Not even one workgroup fits: DeviceLost, saying so.
+        // Not even one workgroup fits: OutOfMemory (not DeviceLost: the device is fine),
+        // saying so, and the caller's output buffer is left as it was.
         const LimitGuard limit(base + 1024);
+        std::vector<float> gradients(points * tape.input_count(), 7.0f);
         try {
-            (void)vm.gradient(batch);
+            (void)vm.gradient(batch, std::span<float>(gradients));
             FAIL_CHECK("no exception without memory");
-        } catch (const DeviceLost& error) {
+        } catch (const OutOfMemory& error) {
             CHECK(std::string(error.what()).find("out of device memory") != std::string::npos);
         }
+        CHECK(std::all_of(gradients.begin(), gradients.end(), [](float g) { return g == 7.0f; }));
     }
     // Memory back: the same Vm works again.
     check_close(vm.gradient(batch).values, expected.values, "gradient, after the failure", tape.input_count());

@@ -75,9 +75,17 @@ public:
     using Error::Error;
 };
 
-/// The device failed while working (VK_ERROR_DEVICE_LOST, out of device memory after the
-/// smallest chunk): the evaluation did not complete and the backend that threw is dead.
+/// The device failed while working (VK_ERROR_DEVICE_LOST, out of memory in the middle of
+/// submitting work): the evaluation did not complete and the backend that threw is dead.
 class DeviceLost : public Error {
+public:
+    using Error::Error;
+};
+
+/// Not enough device memory even for the smallest unit of work (one workgroup's chunk): the
+/// evaluation did not start, no input was touched, and the backend stays usable (the same call
+/// succeeds once memory is free).
+class OutOfMemory : public Error {
 public:
     using Error::Error;
 };
