@@ -256,12 +256,15 @@ def formula_struct(table, op):
     emitter = CppEmitter(op, names)
     value = emitter.emit(op["value"])
     zero = all(p.strip() == "0" for p in op["partials"])
+    unit = sum(1 << k for k, p in enumerate(op["partials"]) if p.strip() == "1")
     out = [
         f"template <> struct Formula<Op::{name}> {{",
         f"    static constexpr std::uint32_t arity = {arity};",
         f"    static constexpr bool immediate = {'true' if immediate else 'false'};",
         f"    /// False when every partial is identically zero (step functions, comparisons).",
         f"    static constexpr bool has_partials = {'false' if zero else 'true'};",
+        f"    /// Bit k set when partial k is identically 1 (the contribution is the seed itself).",
+        f"    static constexpr std::uint32_t unit_partials = {unit};",
         f"    template <class M, class T> static T value({', '.join(value_params)}) {{",
         f"        return {value};",
         f"    }}",

@@ -5,6 +5,18 @@
 namespace tapevm::cpu::detail {
 namespace {
 
+/// Formula<op>::unit_partials: bit k set when partial k is identically 1.
+std::uint32_t unit_partials(Op op) {
+    return tapevm::detail::visit_op(op, [](auto tag) -> std::uint32_t {
+        constexpr Op o = decltype(tag)::value;
+        if constexpr (has_flag(o, op_flag::leaf)) {
+            return 0;
+        } else {
+            return tapevm::detail::Formula<o>::unit_partials;
+        }
+    });
+}
+
 bool has_partials(Op op) {
     return tapevm::detail::visit_op(op, [](auto tag) {
         constexpr Op o = decltype(tag)::value;
@@ -71,10 +83,10 @@ Plan::Plan(const Tape& tape)
     for (Step& step : reverse_steps) {
         const Instruction& ins = instructions[step.slot];
         const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
-        const unsigned unit_partials = ins.op == Op::Add ? 3u : ins.op == Op::Sub ? 1u : 0u;
+        const std::uint32_t unit = unit_partials(ins.op);
         for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
             const unsigned bit = 1u << k;
-            if (!(unit_partials & bit) || !(step.active & bit) || !(step.first & bit)) continue;
+            if (!(unit & bit) || !(step.active & bit) || !(step.first & bit)) continue;
             if (instructions[operands[k]].op == Op::Input) continue;
             // One operand per step: two distinct operands in one storage would see each
             // other's later contributions.

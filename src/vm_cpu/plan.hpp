@@ -24,7 +24,8 @@ struct Step {
     std::uint8_t active = 0;
     std::uint8_t first = 0;
     /// Reverse steps: bit k set when operand k's adjoint is first written here with partial
-    /// exactly 1 (Add, Sub's a) and the operand is not an input: its adjoint can then live
+    /// identically 1 (Formula<op>::unit_partials: Add, Sub's a, ...) and the operand is not an
+    /// input: its adjoint can then live
     /// in this slot's adjoint storage (adjoint_home), which nothing reads after this step,
     /// instead of being copied there. Used by the decoded programs (program_sweeps.hpp).
     std::uint8_t alias = 0;

@@ -1,14 +1,18 @@
 // The CPU VM's adjoint storage sharing (Plan::adjoint_home): an adjoint first written through
-// a unit partial (Add, Sub's first operand) lives in its consumer's storage. These tapes put
+// a partial identically 1 (Add, Sub's first operand, Fma's third, ...) lives in its consumer's
+// storage. These tapes put
 // sums of terms that are used again elsewhere, in every order, against the reference VM:
 // sharing one storage between two live adjoints shows up as wrong derivatives here.
+#include <algorithm>
 #include <vector>
 
 #include "cpu_test_support.hpp"
+#include "plan.hpp"
 #include "tapevm/var.hpp"
 
 namespace {
 
+using tapevm::Op;
 using tapevm::Tape;
 using tapevm::Var;
 using tapevm::cpu::Vm;
@@ -58,4 +62,21 @@ TEST_CASE("sums whose terms are used again elsewhere") {
                                   return std::vector<Var>{sum, terms[2] * sum + terms[4], sum - terms[1]};
                               }),
                "chained sums, three outputs");
+    // The other unit partials of the op table: fma's third operand, fmod's first, fract's;
+    // each of those operands has no other consumer, so its adjoint is shared.
+    const Tape others = tapevm::record(2, [](std::span<const Var> x) {
+        const Var a = sin(x[0]) * 3.0;
+        const Var b = exp(x[1]);
+        const Var c = fma(x[0], x[1], cos(x[1]) * 2.0);
+        const Var d = fmod(b * 5.0, 1.5 + x[0] * x[0]) + fract(a * b) * b;
+        return std::vector<Var>{c * a + d, d - a * b};
+    });
+    const tapevm::cpu::detail::Plan plan(others);
+    for (const Op op : {Op::Fma, Op::Rem, Op::Fract}) {
+        CAPTURE(tapevm::info(op).name);
+        CHECK(std::any_of(plan.reverse_steps.begin(), plan.reverse_steps.end(), [&](const auto& step) {
+            return others.instructions()[step.slot].op == op && step.alias != 0;
+        }));
+    }
+    check_tape(others, "fma, fmod, fract");
 }
