@@ -8,7 +8,11 @@
 #   2. tapevm bench: the GPU interpreter device-resident (gpu) and with transfers (gpu-e2e), the
 #      CPU VM and the native baselines on this machine's cores, f32 and f64, at 2^16, 2^20, 2^22
 #      points for ba, rosenbrock16 and trig16, and the 10,000+-instruction mlp tape;
-#   3. JAX on the same points (bench/jax_bench.py), float32 and float64.
+#   3. JAX on the same points (bench/jax_bench.py), float32 and float64;
+#   4. (only when asked: TAPEVM_GPU_BENCH_STEPS=...,tune) the interpreter's variants side by side
+#      (src/vm_gpu/tuning.hpp): each pipeline's statistics (registers, spills) in pipelines.txt,
+#      then f32 at the largest batch for each TAPEVM_GPU_TUNE entry interpreter:workgroup:chunk
+#      (chunk 0 = the default size), all records in tune.json with their variant.
 # Few files come back from the GPU machine: OUT_DIR gets log.txt (everything printed), tests.txt
 # (the test executables' output) and gpu.json, mlp.json, cpu.json, jax.json (bench records).
 set -uo pipefail
@@ -24,7 +28,7 @@ if [[ -z ${VK_DRIVER_FILES:-} ]] && ! "$tapevm" devices >/dev/null 2>&1; then
     echo "gpu_bench: no driver on the default paths; using VK_DRIVER_FILES=${icd:-<none found>}"
     [[ -n $icd ]] && export VK_DRIVER_FILES=$icd
 fi
-# TAPEVM_GPU_BENCH_STEPS picks steps (default "tests,gpu,cpu,jax").
+# TAPEVM_GPU_BENCH_STEPS picks steps (default "tests,gpu,cpu,jax"; "tune" adds step 4).
 steps=,${TAPEVM_GPU_BENCH_STEPS:-tests,gpu,cpu,jax},
 want() { [[ $steps == *,$1,* ]]; }
 # TAPEVM_GPU_BENCH_POINTS=a,b,c runs other batch sizes (a quick check elsewhere: 256,1024).
@@ -86,3 +90,33 @@ for path in sys.argv[2:]:
         print("jax records:", path, error)
 json.dump(records, open(sys.argv[1], "w"), indent=1)
 PY
+
+# 4. variants of the interpreter
+if want tune; then
+    for interpreter in slots compact; do
+        TAPEVM_GPU_PIPELINE_STATS=1 TAPEVM_GPU_INTERPRETER=$interpreter "$tapevm" bench --workload ba,rosenbrock16 \
+            --backend gpu --precision f32,f64 --points 1024 --repeats 1 2>&1 | grep "gpu pipeline" >>"$out/pipelines.txt"
+    done
+    for variant in ${TAPEVM_GPU_TUNE:-slots:64:0 compact:64:0 slots:64:0 compact:64:0 compact:128:0 compact:256:0 compact:64:65536 compact:64:262144}; do
+        IFS=: read -r interpreter group chunk <<<"$variant"
+        [[ $chunk == 0 ]] && chunk=
+        TAPEVM_GPU_INTERPRETER=$interpreter TAPEVM_GPU_WORKGROUP=$group TAPEVM_GPU_CHUNK_POINTS=$chunk \
+            "$tapevm" bench --workload ba,rosenbrock16,trig16 --backend gpu --precision f32 --threads 16 \
+            --points "$largest" --json "/tmp/tune_$variant.json" 2>&1 | grep -E "^(ba|rosenbrock16|trig16) .* gpu " |
+            sed "s/^/$variant  /"
+    done
+    for interpreter in slots compact; do
+        TAPEVM_GPU_INTERPRETER=$interpreter "$tapevm" bench --workload mlp --backend gpu --precision f32 \
+            --threads 16 --points 65536 --json "/tmp/tune_mlp_$interpreter.json" 2>&1 | grep -E "^mlp .* gpu " |
+            sed "s/^/$interpreter  /"
+    done
+    python3 - "$out/tune.json" /tmp/tune_*.json <<'PY'
+import json, os, sys
+records = []
+for path in sys.argv[2:]:
+    for record in json.load(open(path)):
+        record["variant"] = os.path.basename(path)[5:-5]
+        records.append(record)
+json.dump(records, open(sys.argv[1], "w"), indent=1)
+PY
+fi

@@ -23,9 +23,12 @@ TV_PUSH_CONSTANTS_BEGIN
     TV_UINT guard_count;
     TV_UINT directions;         // K: tangent directions (tangent) or adjoint seeds (reverse) per lane
     TV_UINT seeds_from_buffer;  // 1: directions/seeds from `extra0` (jvp, vjp); 0: unit vectors (Jacobian)
-    TV_UINT slot_begin;         // this dispatch's slots: [slot_begin, slot_end)
+    TV_UINT slot_begin;         // this dispatch's slots [slot_begin, slot_end) (compact kernels: entries)
     TV_UINT slot_end;
     TV_UINT phase;              // TV_PHASE_* bits: what this dispatch does
+    TV_UINT adjoint_count;      // compact kernels: adjoint homes per seed (slot_count: value homes)
+    TV_UINT reverse_begin;      // compact kernels: the program's first reverse entry (in uvec4s)
+    TV_UINT table_begin;        // compact kernels: the output and guard table (in uvec4s)
 TV_PUSH_CONSTANTS_END
 
 // A chunk is evaluated by one dispatch doing every phase, or (on devices that limit the
@@ -37,11 +40,15 @@ TV_PUSH_CONSTANTS_END
 #define TV_PHASE_REVERSE 4u  // the reverse sweep over [slot_begin, slot_end), downwards
 #define TV_PHASE_FINISH 8u   // results and guard flags
 
-#define TV_PUSH_CONSTANT_FIELDS 13
+#define TV_PUSH_CONSTANT_FIELDS 16
 
 // The program buffer holds each instruction's op number in the low 16 bits of its op word
 // and the op's number of slot operands from this bit up (kernels.hpp: device_program).
 #define TV_PROGRAM_ARITY_SHIFT 16u
+
+// Flags of a compact reverse entry (src/vm_gpu/compact.hpp): target k's first write, target k skipped.
+#define TV_COMPACT_FIRST 1u
+#define TV_COMPACT_SKIP 8u
 #undef TV_PUSH_CONSTANTS_BEGIN
 #undef TV_PUSH_CONSTANTS_END
 #undef TV_UINT

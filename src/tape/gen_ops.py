@@ -173,6 +173,21 @@ def check_table(table):
 FLAG_BITS = {"leaf": 1, "commutative": 2, "step": 4, "comparison": 8, "immediate": 16}
 
 
+def partial_reads(op):
+    """Bits 0-2: the op's partials read operand a, b, c; bit 3: they read the result r
+    (through its lets too)."""
+    def names(source):
+        return {node.id for node in ast.walk(ast.parse(source, mode="eval")) if isinstance(node, ast.Name)}
+    reads = {}
+    for let_name, let_source in op["lets"]:
+        reads[let_name] = set().union(*(reads.get(n, {n}) for n in names(let_source)))
+    used = set()
+    for source in op["partials"]:
+        for n in names(source):
+            used |= reads.get(n, {n})
+    return sum(1 << k for k, x in enumerate(OPERANDS + ("r",)) if x in used)
+
+
 def header_op(table):
     ops = table.OPS
     lines = [
@@ -205,19 +220,22 @@ def header_op(table):
         "}  // namespace op_flag",
         "",
         "/// Static description of an op: its enum name, the short name used in dumps, its",
-        "/// number of slot operands (Powi's exponent is an immediate, not counted) and flags.",
+        "/// number of slot operands (Powi's exponent is an immediate, not counted), flags, and",
+        "/// what its partials read: bits 0-2 operands a, b, c, bit 3 the result (Add: none, Mul: a",
+        "/// and b, Exp: the result), so a backend knows which values the reverse sweep needs.",
         "struct OpInfo {",
         "    std::string_view name;",
         "    std::string_view text;",
         "    std::uint32_t arity;",
         "    std::uint32_t flags;",
+        "    std::uint32_t partial_reads;",
         "};",
         "",
         "inline constexpr std::array<OpInfo, op_count> op_infos = {{",
     ]
     for op in ops:
         bits = " | ".join(f"op_flag::{flag}" for flag in sorted(op["flags"])) or "0"
-        lines.append(f"    {{\"{op['name']}\", \"{op['text']}\", {op['arity']}, {bits}}},")
+        lines.append(f"    {{\"{op['name']}\", \"{op['text']}\", {op['arity']}, {bits}, {partial_reads(op)}}},")
     lines += [
         "}};",
         "",

@@ -1,13 +1,17 @@
 #include "context.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cstdlib>
+#include <iostream>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "errors.hpp"
 #include "tapevm/error.hpp"
+#include "tuning.hpp"
 
 namespace tapevm::gpu::detail {
 namespace {
@@ -239,10 +243,26 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         features.shaderInt64 = supported.shaderInt64;
         const float priority = 1.0f;
         const vk::DeviceQueueCreateInfo queue_info({}, queue_family_, 1, &priority);
-        const vk::DeviceCreateInfo device_info({}, queue_info, {}, {}, &features);
+        // Pipeline statistics (tuning.hpp: TAPEVM_GPU_PIPELINE_STATS) where the driver has them.
+        bool statistics = false;
+        if (tuning().pipeline_stats) {
+            for (const auto& extension : physical.enumerateDeviceExtensionProperties(nullptr)) {
+                statistics = statistics || std::string_view(extension.extensionName.data()) ==
+                                               VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+            }
+            if (!statistics) std::cerr << "gpu: " << info_.name << " offers no pipeline statistics\n";
+        }
+        const std::array<const char*, 1> statistics_extension = {
+            VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME};
+        vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR statistics_feature(VK_TRUE);
+        vk::DeviceCreateInfo device_info({}, queue_info, {}, {}, &features);
+        if (statistics) {
+            device_info.setPEnabledExtensionNames(statistics_extension);
+            device_info.setPNext(&statistics_feature);
+        }
         device_ = vk::raii::Device(physical, device_info);
         queue_ = device_.getQueue(queue_family_, 0);
-        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical));
+        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical), statistics);
     } catch (...) {
         rethrow_setup_error(what);
     }

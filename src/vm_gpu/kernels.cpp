@@ -1,21 +1,30 @@
 #include "kernels.hpp"
 
+#include <iostream>
 #include <span>
+#include <string>
 
 #include "errors.hpp"
 #include "tapevm/error.hpp"
+#include "tuning.hpp"
 
 // Generated from shaders/*.comp by glslangValidator (shaders/meson.build).
+#include "forward_compact_f32.spv.h"
+#include "forward_compact_f64.spv.h"
 #include "forward_f32.spv.h"
 #include "forward_f64.spv.h"
 #include "hvp_f32.spv.h"
 #include "hvp_f64.spv.h"
+#include "reverse_compact_f32.spv.h"
+#include "reverse_compact_f64.spv.h"
 #include "reverse_f32.spv.h"
 #include "reverse_f64.spv.h"
 #include "tangent_f32.spv.h"
 #include "tangent_f64.spv.h"
 
 namespace tapevm::gpu::detail {
+
+std::uint32_t workgroup_size() { return tuning().workgroup_size; }
 
 std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape) {
     static_assert(op_count <= (1u << TV_PROGRAM_ARITY_SHIFT), "op numbers fit below the arity");
@@ -42,6 +51,12 @@ std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precisi
         case Kernel::hvp:
             return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_hvp_f64)
                                     : std::span<const std::uint32_t>(tapevm_spirv_hvp_f32);
+        case Kernel::forward_compact:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_compact_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_forward_compact_f32);
+        case Kernel::reverse_compact:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_compact_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_reverse_compact_f32);
     }
     return {};
 }
@@ -52,13 +67,16 @@ const char* kernel_name(Kernel kernel) {
         case Kernel::tangent: return "tangent";
         case Kernel::reverse: return "reverse";
         case Kernel::hvp: return "hvp";
+        case Kernel::forward_compact: return "forward_compact";
+        case Kernel::reverse_compact: return "reverse_compact";
     }
     return "?";
 }
 
-Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls)
+Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics)
     : device_(device),
       float64_(float64),
+      statistics_(statistics),
       denorm_widths_{denorm_preserve_widths(controls, false), denorm_preserve_widths(controls, true)} {
     try {
         std::array<vk::DescriptorSetLayoutBinding, binding_count> bindings;
@@ -87,16 +105,45 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
                                                denorm_widths_[double_precision ? 1 : 0]);
         const vk::raii::ShaderModule module(
             device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
-        const vk::SpecializationMapEntry local_size(0, 0, sizeof(workgroup_size));
-        const vk::SpecializationInfo specialization(1, &local_size, sizeof(workgroup_size), &workgroup_size);
+        const std::uint32_t group = workgroup_size();
+        const vk::SpecializationMapEntry local_size(0, 0, sizeof(group));
+        const vk::SpecializationInfo specialization(1, &local_size, sizeof(group), &group);
         const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
                                                       &specialization);
-        slot.emplace(device_, nullptr, vk::ComputePipelineCreateInfo({}, stage, *layout_));
+        const vk::PipelineCreateFlags flags =
+            statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
+        slot.emplace(device_, nullptr, vk::ComputePipelineCreateInfo(flags, stage, *layout_));
     } catch (...) {
         rethrow_setup_error(std::string("gpu::Kernels: cannot create the ") + kernel_name(kernel) + " (" +
                             (double_precision ? "double" : "float") + ") pipeline");
     }
+    if (statistics_) print_statistics(*slot, std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32"));
     return *slot;
+}
+
+void Kernels::print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const {
+    try {
+        const auto executables = device_.getPipelineExecutablePropertiesKHR(vk::PipelineInfoKHR(*pipeline));
+        for (std::uint32_t e = 0; e < executables.size(); ++e) {
+            std::cerr << "gpu pipeline " << name << " [" << executables[e].name.data() << "]:";
+            for (const auto& statistic :
+                 device_.getPipelineExecutableStatisticsKHR(vk::PipelineExecutableInfoKHR(*pipeline, e))) {
+                std::cerr << ' ' << statistic.name.data() << '=';
+                switch (statistic.format) {
+                    case vk::PipelineExecutableStatisticFormatKHR::eBool32:
+                        std::cerr << (statistic.value.b32 ? "true" : "false");
+                        break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eInt64: std::cerr << statistic.value.i64; break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eUint64: std::cerr << statistic.value.u64; break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eFloat64: std::cerr << statistic.value.f64; break;
+                }
+                std::cerr << ';';
+            }
+            std::cerr << '\n';
+        }
+    } catch (const vk::Error& error) {
+        std::cerr << "gpu pipeline " << name << ": no statistics (" << error.what() << ")\n";
+    }
 }
 
 }  // namespace tapevm::gpu::detail

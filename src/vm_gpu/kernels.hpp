@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "float_controls.hpp"
@@ -19,12 +20,14 @@ namespace tapevm::gpu::detail {
 static_assert(sizeof(PushConstants) == TV_PUSH_CONSTANT_FIELDS * sizeof(std::uint32_t),
               "push constants are 32-bit fields without padding on both sides");
 
-enum class Kernel : std::uint32_t { forward, tangent, reverse, hvp };
-inline constexpr std::size_t kernel_count = 4;
+/// forward_compact and reverse_compact run the compact program (compact.hpp) instead of the
+/// program in slot order; the Runner picks them for forward and reverse (tuning.hpp).
+enum class Kernel : std::uint32_t { forward, tangent, reverse, hvp, forward_compact, reverse_compact };
+inline constexpr std::size_t kernel_count = 6;
 
 /// Workgroup size of every kernel: specialization constant 0 of shaders/interpreter.glsl
-/// (local_size_x_id = 0), set at pipeline creation.
-inline constexpr std::uint32_t workgroup_size = 64;
+/// (local_size_x_id = 0), set at pipeline creation (64 unless TAPEVM_GPU_WORKGROUP says).
+std::uint32_t workgroup_size();
 
 /// The storage-buffer bindings of set 0, as declared in shaders/interpreter.glsl.
 enum Binding : std::uint32_t {
@@ -49,14 +52,16 @@ std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape);
 
 /// The kernel's SPIR-V as compiled at build time (before the DenormPreserve patch).
 std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision);
-/// "forward", "tangent", "reverse", "hvp".
+/// "forward", "tangent", "reverse", "hvp", "forward_compact", "reverse_compact".
 const char* kernel_name(Kernel kernel);
 
 class Kernels {
 public:
     /// `controls`: the device's float controls, which decide the widths whose subnormals
     /// the kernels ask to preserve (float_controls.hpp).
-    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls);
+    /// `statistics`: the device has VK_KHR_pipeline_executable_properties enabled, and each
+    /// pipeline's statistics are printed to stderr when created (TAPEVM_GPU_PIPELINE_STATS).
+    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics);
 
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
     const vk::raii::PipelineLayout& layout() const { return layout_; }
@@ -65,8 +70,11 @@ public:
     const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision);
 
 private:
+    void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
+
     const vk::raii::Device& device_;
     bool float64_;
+    bool statistics_;
     std::array<std::vector<std::uint32_t>, 2> denorm_widths_;  // float, double
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
+#include <utility>
 #include <vector>
 
 #include "errors.hpp"
 #include "tapevm/error.hpp"
+#include "tuning.hpp"
 
 namespace tapevm::gpu::detail {
 namespace {
@@ -41,36 +44,68 @@ DeviceBuffer staging_buffer(const Device& device, std::uint64_t bytes, MemoryKin
 
 }  // namespace
 
+Kernel Runner::kernel(const Call& call) const {
+    if (!compact_) return call.kernel;
+    if (call.kernel == Kernel::forward) return Kernel::forward_compact;
+    if (call.kernel == Kernel::reverse) return Kernel::reverse_compact;
+    return call.kernel;
+}
+
+const CompactProgram* Runner::compact(const Call& call) const {
+    switch (kernel(call)) {
+        case Kernel::forward_compact: return &compact_forward_;
+        case Kernel::reverse_compact: return &compact_reverse_;
+        default: return nullptr;
+    }
+}
+
+std::uint64_t Runner::work_values_per_lane(const Call& call) const {
+    if (const CompactProgram* program = compact(call))
+        return program->value_count + std::uint64_t{call.directions} * program->adjoint_count;
+    return std::uint64_t{call.planes} * tape_.slot_count();
+}
+
 std::uint32_t Runner::segment_slots(const Call& call) const {
     // Workaround for llvmpipe/lavapipe (Mesa's CPU driver): gallivm cuts every shader loop
     // after 65535 iterations (LP_MAX_TGSI_LOOP_ITERATIONS), counting the iterations of inner
     // loops (the directions, the math library's) too, and silently returns wrong results for
     // long tapes. On CPU devices a chunk is therefore evaluated by several dispatches of a few
     // hundred slots each; GPUs take the whole tape in one dispatch.
-    if (device_->info().type != "cpu") return tape_.slot_count();
+    if (device_->info().type != "cpu") return std::numeric_limits<std::uint32_t>::max();
     const std::uint32_t per_slot = 16 + 8 * std::max<std::uint32_t>(call.directions, call.planes);
     return std::max<std::uint32_t>(16, 8192 / per_slot);
 }
 
 std::vector<Runner::Segment> Runner::segments(const Call& call) const {
     constexpr std::uint32_t all = TV_PHASE_FORWARD | TV_PHASE_SEED | TV_PHASE_REVERSE | TV_PHASE_FINISH;
-    const std::uint32_t slots = tape_.slot_count();
-    const std::uint32_t step = segment_slots(call);
-    if (slots <= step) return {{0, slots, all}};
     const bool reverse = call.kernel == Kernel::reverse || call.kernel == Kernel::hvp;
+    const CompactProgram* program = compact(call);
+    // Forward entries are the slots; a compact reverse sweep runs its own entries upwards, the
+    // slot-order one runs the slots downwards.
+    const std::uint32_t forward_length = tape_.slot_count();
+    const std::uint32_t reverse_length = program != nullptr ? program->reverse_count : tape_.slot_count();
+    const std::uint32_t step = segment_slots(call);
+    if (forward_length <= step && (!reverse || reverse_length <= step)) return {{0, forward_length, all}};
     std::vector<Segment> segments;
-    for (std::uint32_t begin = 0; begin < slots; begin += step) {
-        const std::uint32_t end = std::min(slots, begin + step);
+    for (std::uint32_t begin = 0; begin < forward_length; begin += step) {
+        const std::uint32_t end = std::min(forward_length, begin + step);
         std::uint32_t phase = TV_PHASE_FORWARD;
-        if (end == slots) phase |= reverse ? TV_PHASE_SEED : TV_PHASE_FINISH;
+        if (end == forward_length) phase |= reverse ? TV_PHASE_SEED : TV_PHASE_FINISH;
         segments.push_back({begin, end, phase});
     }
-    if (reverse) {
-        for (std::uint32_t end = slots; end > 0;) {
-            const std::uint32_t begin = end > step ? end - step : 0;
-            segments.push_back({begin, end, TV_PHASE_REVERSE | (begin == 0 ? TV_PHASE_FINISH : 0u)});
-            end = begin;
+    if (!reverse) return segments;
+    if (program != nullptr) {
+        for (std::uint32_t begin = 0;; begin += step) {
+            const std::uint32_t end = std::min(reverse_length, begin + step);
+            segments.push_back({begin, end, TV_PHASE_REVERSE | (end == reverse_length ? TV_PHASE_FINISH : 0u)});
+            if (end == reverse_length) break;
         }
+        return segments;
+    }
+    for (std::uint32_t end = reverse_length; end > 0;) {
+        const std::uint32_t begin = end > step ? end - step : 0;
+        segments.push_back({begin, end, TV_PHASE_REVERSE | (begin == 0 ? TV_PHASE_FINISH : 0u)});
+        end = begin;
     }
     return segments;
 }
@@ -97,7 +132,12 @@ struct Runner::Slot {
 };
 
 Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points)
-    : device_(std::move(device)), tape_(tape), requested_chunk_points_(requested_chunk_points) {
+    : device_(std::move(device)),
+      tape_(tape),
+      requested_chunk_points_(requested_chunk_points != 0 ? requested_chunk_points : tuning().chunk_points),
+      compact_(tuning().compact),
+      compact_forward_(compact_program(tape, false)),
+      compact_reverse_(compact_program(tape, true)) {
     const auto& vk_device = device_->device();
     try {
         command_pool_ = vk::raii::CommandPool(
@@ -117,6 +157,9 @@ Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t req
         };
         const auto program = device_program(tape);
         put(program_, program.data(), program.size() * sizeof(program[0]));
+        for (auto [buffer, program] : {std::pair{&compact_forward_buffer_, &compact_forward_},
+                                       std::pair{&compact_reverse_buffer_, &compact_reverse_}})
+            put(*buffer, program->words.data(), program->words.size() * sizeof(program->words[0]));
         put(output_slots_, tape.outputs().data(), tape.outputs().size_bytes());
         put(guards_, tape.guards().data(), tape.guards().size_bytes());
         std::vector<float> constants(tape.constants().begin(), tape.constants().end());
@@ -146,7 +189,7 @@ void Runner::wait_all_quietly() {
 ChunkCost Runner::cost(const Call& call) const {
     const std::uint64_t element = call.double_precision ? 8 : 4;
     ChunkCost cost;
-    cost.work_bytes_per_lane = std::uint64_t{call.planes} * tape_.slot_count() * element;
+    cost.work_bytes_per_lane = work_values_per_lane(call) * element;
     for (const Operand* operand : {&call.inputs, &call.params, &call.extra0, &call.extra1}) {
         if (operand->shared) continue;
         cost.io_bytes_per_lane += operand->width * element;
@@ -166,13 +209,13 @@ std::size_t Runner::lanes(const Call& call) const {
     limits.memory_bytes = info.memory_bytes;
     limits.working_set_bytes = working_set_target(info.type.c_str());
     limits.occupancy_lanes = occupancy_target(info.type.c_str());
-    limits.workgroup_size = workgroup_size;
+    limits.workgroup_size = workgroup_size();
     return chunk_lanes(limits, cost(call), call.points, requested_chunk_points_);
 }
 
 void Runner::prepare_slots(const Call& call, std::size_t lanes, std::uint64_t io_bytes) {
     const std::uint64_t element = call.double_precision ? 8 : 4;
-    const std::uint64_t work_bytes = std::uint64_t{call.planes} * tape_.slot_count() * lanes * element;
+    const std::uint64_t work_bytes = work_values_per_lane(call) * lanes * element;
     for (auto& slot : slots_) {
         if (!slot) {
             slot = std::make_unique<Slot>();
@@ -237,7 +280,7 @@ Report Runner::run(const Call& call, Timing& timing) {
     device_->check_alive();
     Report report;
     if (call.points == 0) return report;
-    (void)device_->kernels().pipeline(call.kernel, call.double_precision);  // Unsupported before any work
+    (void)device_->kernels().pipeline(kernel(call), call.double_precision);  // Unsupported before any work
 
     // Plan the chunk size; when memory runs out, halve it down to one workgroup.
     std::size_t lanes = this->lanes(call);
@@ -249,11 +292,11 @@ Report Runner::run(const Call& call, Timing& timing) {
             break;
         } catch (const OutOfDeviceMemory& error) {
             for (auto& slot : slots_) slot.reset();
-            if (lanes <= workgroup_size) {
+            if (lanes <= workgroup_size()) {
                 throw OutOfMemory(std::string("gpu: out of device memory even with chunks of ") +
                                   std::to_string(lanes) + " points (" + error.what() + ")");
             }
-            lanes = std::max<std::size_t>(workgroup_size, lanes / 2 / workgroup_size * workgroup_size);
+            lanes = std::max<std::size_t>(workgroup_size(), lanes / 2 / workgroup_size() * workgroup_size());
         }
     }
 
@@ -321,7 +364,11 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
     }
     infos[binding_flags] = vk::DescriptorBufferInfo(slot.io.buffer(), sections.offset[5], sections.bytes[5]);
     infos[binding_work] = vk::DescriptorBufferInfo(slot.work.buffer(), 0, VK_WHOLE_SIZE);
-    infos[binding_program] = vk::DescriptorBufferInfo(program_.buffer(), 0, VK_WHOLE_SIZE);
+    const CompactProgram* program = compact(call);
+    const DeviceBuffer& program_buffer =
+        program == nullptr ? program_
+                           : (program == &compact_forward_ ? compact_forward_buffer_ : compact_reverse_buffer_);
+    infos[binding_program] = vk::DescriptorBufferInfo(program_buffer.buffer(), 0, VK_WHOLE_SIZE);
     infos[binding_constants] = vk::DescriptorBufferInfo(
         call.double_precision ? constants_f64_.buffer() : constants_f32_.buffer(), 0, VK_WHOLE_SIZE);
     infos[binding_output_slots] = vk::DescriptorBufferInfo(output_slots_.buffer(), 0, VK_WHOLE_SIZE);
@@ -338,7 +385,7 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
         PushConstants push{};
         push.lanes = static_cast<std::uint32_t>(slot.lanes);
         push.points = static_cast<std::uint32_t>(count);
-        push.slot_count = tape_.slot_count();
+        push.slot_count = program != nullptr ? program->value_count : tape_.slot_count();
         push.input_count = tape_.input_count();
         push.param_count = tape_.param_count();
         push.params_per_point = call.params.width > 0 && !call.params.shared ? 1 : 0;
@@ -346,6 +393,11 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
         push.guard_count = tape_.guard_count();
         push.directions = call.directions;
         push.seeds_from_buffer = call.seeds_from_buffer ? 1 : 0;
+        if (program != nullptr) {
+            push.adjoint_count = program->adjoint_count;
+            push.reverse_begin = program->reverse_begin;
+            push.table_begin = program->table_begin;
+        }
 
         const auto& command = slot.command;
         const bool timed = device_->timestamp_bits() > 0;
@@ -361,9 +413,9 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
         if (timed) command.writeTimestamp(vk::PipelineStageFlagBits::eAllCommands, *slot.queries, 1);
         const auto& kernels = device_->kernels();
         command.bindPipeline(vk::PipelineBindPoint::eCompute,
-                             *device_->kernels().pipeline(call.kernel, call.double_precision));
+                             *device_->kernels().pipeline(kernel(call), call.double_precision));
         command.bindDescriptorSets(vk::PipelineBindPoint::eCompute, *kernels.layout(), 0, *slot.set, {});
-        const auto groups = static_cast<std::uint32_t>((count + workgroup_size - 1) / workgroup_size);
+        const auto groups = static_cast<std::uint32_t>((count + workgroup_size() - 1) / workgroup_size());
         for (const Segment& segment : segments(call)) {
             push.slot_begin = segment.begin;
             push.slot_end = segment.end;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "chunking.hpp"
+#include "compact.hpp"
 #include "context.hpp"
 #include "kernels.hpp"
 #include "memory.hpp"
@@ -78,6 +79,13 @@ private:
     struct Segment {
         std::uint32_t begin, end, phase;
     };
+    /// The kernel that runs `call`: the compact variant of forward and reverse unless
+    /// TAPEVM_GPU_INTERPRETER=slots (tuning.hpp).
+    Kernel kernel(const Call& call) const;
+    /// The compact program `call` runs, or null when it runs a slot-order kernel.
+    const CompactProgram* compact(const Call& call) const;
+    /// Work-buffer values per lane: homes, or planes of slots.
+    std::uint64_t work_values_per_lane(const Call& call) const;
     std::uint32_t segment_slots(const Call& call) const;
     std::vector<Segment> segments(const Call& call) const;
     ChunkCost cost(const Call& call) const;
@@ -92,7 +100,9 @@ private:
     std::shared_ptr<Device> device_;
     const Tape& tape_;
     std::size_t requested_chunk_points_;
-    DeviceBuffer program_, constants_f32_, constants_f64_, output_slots_, guards_, dummy_;
+    bool compact_;
+    CompactProgram compact_forward_, compact_reverse_;
+    DeviceBuffer program_, compact_forward_buffer_, compact_reverse_buffer_, constants_f32_, constants_f64_, output_slots_, guards_, dummy_;
     vk::raii::CommandPool command_pool_{nullptr};
     vk::raii::DescriptorPool descriptor_pool_{nullptr};
     std::array<std::unique_ptr<Slot>, 2> slots_;

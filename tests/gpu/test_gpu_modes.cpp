@@ -2,6 +2,7 @@
 // guarded tape, NaN isolation, and batches that cross chunk boundaries.
 #include <array>
 #include <limits>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -86,6 +87,21 @@ Tape guarded_tape() {
         if (x[0] > x[1]) return x[0] * x[1];
         return sin(x[0]) - x[1];
     });
+}
+
+// Operands repeated within an instruction (x * x, fma(x, x, y), pow(y, y)) and shared by
+// many instructions: the bundled reverse sweep sums such contributions in registers.
+TEST_CASE("repeated and shared operands, every mode, equal the reference VM") {
+    const std::array<double, 3> at = {0.5, 1.5, -0.25};
+    const Tape tape = record(std::span<const double>(at), [](std::span<const Var> x) {
+        const Var square = x[0] * x[0];
+        const Var twice = fma(x[1], x[1], x[0]) + pow(x[1], x[1]);
+        const Var shared = x[2] * x[0] + x[2] * x[1] + x[2] * x[2] + sin(x[2]) * x[0];
+        return std::vector<Var>{square * twice + shared, square - shared * x[0], fma(x[2], x[2], x[2])};
+    });
+    const gpu::Vm vm(tape, test_options(64));
+    check_every_mode<float>(vm, 200, false, 0.25, 2);
+    if (vm.device().float64) check_every_mode<double>(vm, 200, false, 0.25, 2);
 }
 
 TEST_CASE("guards are reported per point, across chunks, as by the reference VM") {

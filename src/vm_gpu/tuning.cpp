@@ -1,0 +1,48 @@
+#include "tuning.hpp"
+
+#include <cstdlib>
+#include <string>
+
+#include "tapevm/error.hpp"
+
+namespace tapevm::gpu::detail {
+
+namespace {
+
+// The whole number in `name`, `fallback` when unset; throws unless it lies in [low, high].
+std::size_t whole_number(const char* name, std::size_t fallback, std::size_t low, std::size_t high) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return fallback;
+    char* end = nullptr;
+    const unsigned long long value = std::strtoull(text, &end, 10);
+    if (*end != '\0' || *text == '-' || value < low || value > high) {
+        throw Error(std::string(name) + " must be a whole number from " + std::to_string(low) + " to " +
+                    std::to_string(high) + ", not '" + text + "'");
+    }
+    return static_cast<std::size_t>(value);
+}
+
+Tuning read_tuning() {
+    Tuning tuning;
+    if (const char* text = std::getenv("TAPEVM_GPU_INTERPRETER"); text != nullptr && *text != '\0') {
+        const std::string value = text;
+        if (value != "compact" && value != "slots")
+            throw Error("TAPEVM_GPU_INTERPRETER must be 'compact' or 'slots', not '" + value + "'");
+        tuning.compact = value == "compact";
+    }
+    tuning.workgroup_size = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_WORKGROUP", 64, 32, 1024));
+    if ((tuning.workgroup_size & (tuning.workgroup_size - 1)) != 0)
+        throw Error("TAPEVM_GPU_WORKGROUP must be a power of two, not " + std::to_string(tuning.workgroup_size));
+    tuning.chunk_points = whole_number("TAPEVM_GPU_CHUNK_POINTS", 0, 1, std::size_t{1} << 32);
+    tuning.pipeline_stats = whole_number("TAPEVM_GPU_PIPELINE_STATS", 0, 0, 1) == 1;
+    return tuning;
+}
+
+}  // namespace
+
+const Tuning& tuning() {
+    static const Tuning value = read_tuning();
+    return value;
+}
+
+}  // namespace tapevm::gpu::detail

@@ -1,0 +1,31 @@
+// Tuning knobs of the GPU VM, read once from the environment (like TAPEVM_CPU_ISA and
+// TAPEVM_CPU_BLOCK_LANES on the CPU): for measuring variants side by side, not for users.
+//   TAPEVM_GPU_INTERPRETER=compact|slots  the forward and reverse kernels' program (default
+//                                         compact: values and adjoints in reused homes,
+//                                         compact.hpp; slots: a work row per slot and plane,
+//                                         shaders/forward.comp and reverse.comp)
+//   TAPEVM_GPU_WORKGROUP=N                invocations per workgroup, a power of two from 32 to
+//                                         1024 (default 64)
+//   TAPEVM_GPU_CHUNK_POINTS=N             points per chunk when Options::chunk_points is 0
+//   TAPEVM_GPU_PIPELINE_STATS=1           print each pipeline's statistics (registers, ...)
+//                                         to stderr where VK_KHR_pipeline_executable_properties
+//                                         is offered
+// A value that is not understood throws tapevm::Error naming the variable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tapevm::gpu::detail {
+
+struct Tuning {
+    bool compact = true;
+    std::uint32_t workgroup_size = 64;
+    std::size_t chunk_points = 0;
+    bool pipeline_stats = false;
+};
+
+/// The environment's tuning, read at the first call.
+const Tuning& tuning();
+
+}  // namespace tapevm::gpu::detail
