@@ -49,6 +49,8 @@ TV_PUSH_CONSTANTS_END
 // Flags of a compact reverse entry (src/vm_gpu/compact.hpp): target k's first write, target k skipped.
 #define TV_COMPACT_FIRST 1u
 #define TV_COMPACT_SKIP 8u
+// ... and from this bit the values its partials read (OpInfo::partial_reads: a, b, c, result).
+#define TV_COMPACT_READS_SHIFT 6u
 #undef TV_PUSH_CONSTANTS_BEGIN
 #undef TV_PUSH_CONSTANTS_END
 #undef TV_UINT

@@ -53,11 +53,12 @@ void main() {
         uvec4 ins = instructions[at_entry];
         uvec4 info = instructions[at_entry + 1u];
         uvec4 targets = instructions[at_entry + 2u];
-        uint arity = arity_of(ins);
-        REAL a = work[value_at(ins.y, lane)];
-        REAL b = arity > 1u ? work[value_at(ins.z, lane)] : REAL(0);
-        REAL c = arity > 2u ? work[value_at(ins.w, lane)] : REAL(0);
-        REAL r = work[value_at(info.x, lane)];
+        // Only the values the partials read (the others' homes may hold later values).
+        uint reads = info.w >> TV_COMPACT_READS_SHIFT;
+        REAL a = (reads & 1u) != 0u ? work[value_at(ins.y, lane)] : REAL(0);
+        REAL b = (reads & 2u) != 0u ? work[value_at(ins.z, lane)] : REAL(0);
+        REAL c = (reads & 4u) != 0u ? work[value_at(ins.w, lane)] : REAL(0);
+        REAL r = (reads & 8u) != 0u ? work[value_at(info.x, lane)] : REAL(0);
         REAL d0, d1, d2;
         uint count = tv_partials(op_of(ins), a, b, c, int(info.y), r, d0, d1, d2);
         for (uint k = 0u; k < seeds; ++k) {

@@ -15,9 +15,12 @@ std::uint64_t working_set_target(const char* device_type) {
 }
 
 std::uint64_t occupancy_target(const char* device_type) {
-    // An H100 keeps about 132 SMs x 1024 interpreter threads resident; a CPU device has a few
-    // threads, each working through workgroups of 64 lanes.
-    return std::string_view(device_type) == "cpu" ? 1024 : (std::uint64_t{1} << 17);
+    // An H100 keeps 132 SMs x 2048 interpreter threads resident (the kernels need ~30
+    // registers), 270,336 lanes per wave; chunks of about four waves measured fastest there
+    // (bench/RESULTS.md: 2^17 to 2^22 lanes tried, 2^20 best for BA and rosenbrock16): each
+    // chunk ends with a barrier that drains the device. A CPU device has a few threads, each
+    // working through workgroups of 64 lanes.
+    return std::string_view(device_type) == "cpu" ? 1024 : (std::uint64_t{1} << 20);
 }
 
 std::size_t chunk_lanes(const ChunkLimits& limits, const ChunkCost& cost, std::size_t points,

@@ -144,6 +144,7 @@ CompactProgram compact_program(const Tape& tape, bool reverse) {
                 targets[k] = adjoint_home[x];
             }
             program.words.push_back(values_used);
+            flags |= info(ins.op).partial_reads << TV_COMPACT_READS_SHIFT;
             program.words.push_back({value_home[s], ins.op == Op::Powi ? ins.b : 0, own, flags});
             program.words.push_back(targets);
             ++program.reverse_count;

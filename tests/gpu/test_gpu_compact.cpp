@@ -65,7 +65,10 @@ Emulated emulate(const Tape& tape, const gpu::detail::CompactProgram& program, s
             const auto op = static_cast<Op>(ins[0] & 0xffff);
             // The entry as an instruction over a 4-value array: operands 0, 1, 2, result 3.
             const Instruction local{op, 0, op == Op::Powi ? info[1] : 1, 2};
-            const std::array<double, 4> local_values = {values[ins[1]], values[ins[2]], values[ins[3]], values[info[0]]};
+            // Only the values the partials read; the others are NaN, as a reused home may hold anything.
+            const std::uint32_t reads = info[3] >> TV_COMPACT_READS_SHIFT;
+            const auto read = [&](std::uint32_t bit, std::uint32_t home) { return (reads & bit) ? values[home] : unset; };
+            const std::array<double, 4> local_values = {read(1, ins[1]), read(2, ins[2]), read(4, ins[3]), read(8, info[0])};
             double d[3] = {0, 0, 0};
             const std::uint32_t count =
                 detail::Sweeps<M, double>::partials(local, 3, std::span<const double>(local_values), d);
