@@ -64,6 +64,14 @@ Record measure(Runner& runner, std::string_view backend, const Problem& problem,
         throw CheckFailed("check failed: " + describe(record) + ": max error " + error +
                           " against the reference VM");
     }
+    // Warm up for at least warmup_seconds: a GPU that idled (while the reference VM checked
+    // the results) runs at a fraction of its clock for a while, and the first timed runs would
+    // measure its power management instead of the kernels (bench/RESULTS.md: an H100 sampled at
+    // 345-1980 MHz during short records).
+    const auto warmup_start = Clock::now();
+    do {
+        runner.run();
+    } while (std::chrono::duration<double>(Clock::now() - warmup_start).count() < config.warmup_seconds);
     for (unsigned run = 0; run < config.repeats; ++run) {
         const auto start = Clock::now();
         runner.run();

@@ -27,8 +27,11 @@ struct Config {
     /// Thread counts; 0 is resolved to the hardware's thread count.
     std::vector<unsigned> threads;
     std::vector<std::size_t> points;
-    /// Timed runs per record (after one checked warm-up run); the record keeps their median.
+    /// Timed runs per record (after one checked run and warmup_seconds of warm-up runs); the
+    /// record keeps their median.
     unsigned repeats = 5;
+    /// Untimed runs before the timed ones, for at least this long (GPU clocks ramp up).
+    double warmup_seconds = 0.5;
     /// Points of each record compared with the reference VM before it is timed.
     std::size_t checked_points = 64;
 };

@@ -36,6 +36,12 @@ points=${TAPEVM_GPU_BENCH_POINTS:-65536,1048576,4194304}
 largest=${points##*,}
 
 exec > >(tee "$out/log.txt") 2>&1
+# The GPU's clocks, power and utilisation every 500 ms while this runs (the machine is shared:
+# this shows whether a slow record met a throttled or busy device).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem,power.draw,utilization.gpu,utilization.memory,temperature.gpu \
+    --format=csv -lms 500 >"$out/smi.csv" 2>/dev/null &
+smi=$!
+trap 'kill $smi 2>/dev/null' EXIT
 {
     nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1
     lscpu | grep -E "Model name|^CPU\(s\)" 2>&1
@@ -60,12 +66,13 @@ run_bench() {  # NAME ARGS...
     local name=$1
     shift
     local start=$SECONDS
+    echo "== $(date +%T) bench $name"
     "$tapevm" bench "$@" --json "$out/$name.json" 2>&1
     echo "bench $name: exit $? ($((SECONDS - start)) s)"
 }
-want gpu && run_bench gpu --workload ba,rosenbrock16,trig16 --backend gpu,gpu-e2e,native-simd --precision f32,f64 \
+want gpu && run_bench gpu --workload ba,rosenbrock16,trig16 --backend gpu,gpu-e2e,native-simd --precision f32,f64 --repeats 20 \
     --threads 16 --points "$points"
-want gpu && run_bench mlp --workload mlp --backend gpu,native-simd --precision f32,f64 --threads 16 --points "${points%,*}"
+want gpu && run_bench mlp --workload mlp --backend gpu,native-simd --precision f32,f64 --repeats 20 --threads 16 --points "${points%,*}"
 want cpu && run_bench cpu --workload ba,rosenbrock16,trig16 --backend cpu,native-simd --precision f32,f64 --threads 1,16 \
     --points "$largest"
 
@@ -99,9 +106,10 @@ if want tune; then
     done
     for variant in ${TAPEVM_GPU_TUNE:-slots:64:0 compact:64:0 slots:64:0 compact:64:0 compact:128:0 compact:256:0 compact:64:65536 compact:64:262144}; do
         IFS=: read -r interpreter group chunk <<<"$variant"
+        echo "== $(date +%T) $variant"
         [[ $chunk == 0 ]] && chunk=
         TAPEVM_GPU_INTERPRETER=$interpreter TAPEVM_GPU_WORKGROUP=$group TAPEVM_GPU_CHUNK_POINTS=$chunk \
-            "$tapevm" bench --workload ba,rosenbrock16,trig16 --backend gpu --precision f32 --threads 16 \
+            "$tapevm" bench --workload ba,rosenbrock16,trig16 --backend gpu --precision f32 --repeats 20 --threads 16 \
             --points "$largest" --json "/tmp/tune_$variant.json" 2>&1 | grep -E "^(ba|rosenbrock16|trig16) .* gpu " |
             sed "s/^/$variant  /"
     done

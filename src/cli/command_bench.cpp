@@ -26,7 +26,8 @@ and every combination is measured. Before a combination is timed, its results on
 its points are checked against the reference VM (in double, at the same points): a failed
 check stops the run with exit status 1, and nothing unchecked is ever timed.
 
-Each record is a warm-up run, then R timed runs (steady clock) of which the median counts.
+Each record is a checked run, warm-up runs for at least 0.5 s (a GPU raises its clocks), then R
+timed runs (steady clock) of which the median counts.
 The table gives ns per point, ns per instruction per lane (ns/point divided by the tape's
 instruction count) and the ratio to native-simd's primal with the same workload,
 precision, threads and points (always measured: it is the baseline).
