@@ -68,7 +68,7 @@ std::vector<std::string> validation_messages();
 struct Options {
     /// "" = TAPEVM_DEVICE, else the first discrete GPU, else any; an index or a name substring.
     std::string device;
-    /// Points per chunk; 0 = from the device's limits and a cache-sized working set. Rounded
+    /// Points per chunk; 0 = from the device's limits (2^20 on GPUs, a cache-sized working set on CPU devices). Rounded
     /// up to a multiple of the workgroup size (64).
     std::size_t chunk_points = 0;
     /// Enable VK_LAYER_KHRONOS_validation when installed (also TAPEVM_VULKAN_VALIDATION=1).
