@@ -26,6 +26,11 @@ template <class Real> struct Entry {
     Real* adjoint_out[3] = {};
     /// Powi's exponent.
     std::int32_t immediate = 0;
+    /// Value entries of two instructions, the second reading the first's result (kept in a
+    /// register; stored at `result` only when something else reads it): the second's
+    /// operands (null where it reads the first's result) and result.
+    const Real* second_operand[3] = {};
+    Real* second_result = nullptr;
 };
 
 /// A participant's programs: the value sweep and the adjoint sweep (empty unless reverse).

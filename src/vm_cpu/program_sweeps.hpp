@@ -22,26 +22,91 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     static V load(const Real* p, std::size_t l) { return V::load_aligned(p + l); }
 
+    /// The value of op for operand vectors x.
+    template <Op op> static V value_of(const V (&x)[3], std::int32_t immediate) {
+        using F = SimdFormula<op>;
+        if constexpr (F::immediate) {
+            return F::template value<M>(x[0], immediate);
+        } else if constexpr (F::arity == 1) {
+            return F::template value<M>(x[0]);
+        } else if constexpr (F::arity == 2) {
+            return F::template value<M>(x[0], x[1]);
+        } else {
+            return F::template value<M>(x[0], x[1], x[2]);
+        }
+    }
+
     /// result = value of op over the block.
     template <Op op> static void value_entry(const E& e, std::size_t lanes, std::size_t) {
-        using F = SimdFormula<op>;
-        const Real* const x0 = e.operand[0];
-        const Real* const x1 = e.operand[1];
-        const Real* const x2 = e.operand[2];
+        constexpr std::uint32_t arity = tapevm::detail::Formula<op>::arity;
+        const Real* x[3] = {e.operand[0], e.operand[1], e.operand[2]};
         Real* const out = e.result;
         for (std::size_t l = 0; l < lanes; l += width) {
-            V r;
-            if constexpr (F::immediate) {
-                r = F::template value<M>(load(x0, l), e.immediate);
-            } else if constexpr (F::arity == 1) {
-                r = F::template value<M>(load(x0, l));
-            } else if constexpr (F::arity == 2) {
-                r = F::template value<M>(load(x0, l), load(x1, l));
-            } else {
-                r = F::template value<M>(load(x0, l), load(x1, l), load(x2, l));
-            }
-            r.store_aligned(out + l);
+            V v[3];
+            for (std::uint32_t k = 0; k < arity; ++k) v[k] = load(x[k], l);
+            value_of<op>(v, e.immediate).store_aligned(out + l);
         }
+    }
+
+    /// Instructions fused in pairs in the value sweep: the cheap arithmetic ops, for which a
+    /// store and a load of the intermediate cost as much as the op itself.
+    static constexpr bool pairable(Op op) {
+        return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Neg;
+    }
+
+    /// second op (its operands in `positions` are the first's result) of first op, over the
+    /// block; the first's result is stored when store_first.
+    template <Op first, Op second, unsigned positions, bool store_first>
+    static void value_pair_entry(const E& e, std::size_t lanes, std::size_t) {
+        constexpr std::uint32_t arity1 = tapevm::detail::Formula<first>::arity;
+        constexpr std::uint32_t arity2 = tapevm::detail::Formula<second>::arity;
+        const Real* x[3] = {e.operand[0], e.operand[1], e.operand[2]};
+        const Real* y[3] = {e.second_operand[0], e.second_operand[1], e.second_operand[2]};
+        Real* const out1 = e.result;
+        Real* const out2 = e.second_result;
+        for (std::size_t l = 0; l < lanes; l += width) {
+            V v[3];
+            for (std::uint32_t k = 0; k < arity1; ++k) v[k] = load(x[k], l);
+            const V r = value_of<first>(v, 0);
+            if constexpr (store_first) r.store_aligned(out1 + l);
+            V w[3];
+            for (std::uint32_t k = 0; k < arity2; ++k) w[k] = (positions & (1u << k)) ? r : load(y[k], l);
+            value_of<second>(w, 0).store_aligned(out2 + l);
+        }
+    }
+
+    template <Op first, Op second>
+    static typename E::Run value_pair_run(unsigned positions, bool store_first) {
+        const auto pick = [&](auto p) -> typename E::Run {
+            constexpr unsigned bits = decltype(p)::value;
+            if (store_first) return &value_pair_entry<first, second, bits, true>;
+            return &value_pair_entry<first, second, bits, false>;
+        };
+        switch (positions) {
+            case 1: return pick(std::integral_constant<unsigned, 1>{});
+            case 2: return pick(std::integral_constant<unsigned, 2>{});
+            default: return pick(std::integral_constant<unsigned, 3>{});
+        }
+    }
+
+    /// The fused entry for `first` then `second`, or null when the pair is not fused.
+    static typename E::Run value_pair_run(Op first, Op second, unsigned positions, bool store_first) {
+        if (!pairable(first) || !pairable(second)) return nullptr;
+        return tapevm::detail::visit_op(first, [&](auto tag1) -> typename E::Run {
+            constexpr Op op1 = decltype(tag1)::value;
+            if constexpr (!pairable(op1)) {
+                return nullptr;
+            } else {
+                return tapevm::detail::visit_op(second, [&](auto tag2) -> typename E::Run {
+                    constexpr Op op2 = decltype(tag2)::value;
+                    if constexpr (!pairable(op2)) {
+                        return nullptr;
+                    } else {
+                        return value_pair_run<op1, op2>(positions, store_first);
+                    }
+                });
+            }
+        });
     }
 
     /// partial * seed, except 0 where either is 0 (contribution() in math_scalar.hpp: an
@@ -135,14 +200,40 @@ template <class Arch, class Real> struct ProgramSweeps {
         }
     }
 
-    /// Fills program.values (plan.compute_slots) for values [slot][lanes] at `values`.
+    /// Fills program.values (plan.compute_slots) for value rows [row][lanes] at `values`.
     static void build_values(const Tape& tape, const Plan& plan, Real* values, std::size_t lanes,
                              Program<Real>& program) {
         const auto instructions = tape.instructions();
         E* e = program.values;
-        for (const std::uint32_t slot : plan.compute_slots) {
+        const std::size_t count = plan.compute_slots.size();
+        for (std::size_t position = 0; position < count; ++position) {
+            const std::uint32_t slot = plan.compute_slots[position];
             const Instruction ins = instructions[slot];
-            fill_operands(ins, slot, values, lanes, *e);
+            fill_operands(plan, ins, slot, values, lanes, *e);
+            // The next instruction reading this one's result runs in the same entry.
+            if (position + 1 < count) {
+                const std::uint32_t next = plan.compute_slots[position + 1];
+                const Instruction second = instructions[next];
+                const std::uint32_t operands[3] = {second.a, second.b, second.c};
+                unsigned positions = 0;
+                for (std::uint32_t k = 0; k < arity(second.op); ++k) {
+                    if (operands[k] == slot) positions |= 1u << k;
+                }
+                const bool store_first = plan.value_last_read[slot] > position + 1;
+                const typename E::Run run =
+                    positions != 0 ? value_pair_run(ins.op, second.op, positions, store_first) : nullptr;
+                if (run != nullptr) {
+                    E pair{};
+                    fill_operands(plan, second, next, values, lanes, pair);
+                    for (std::uint32_t k = 0; k < 3; ++k)
+                        e->second_operand[k] = (positions & (1u << k)) ? nullptr : pair.operand[k];
+                    e->second_result = pair.result;
+                    e->run = run;
+                    ++e;
+                    ++position;
+                    continue;
+                }
+            }
             e->run = tapevm::detail::visit_op(ins.op, [](auto tag) -> typename E::Run {
                 constexpr Op op = decltype(tag)::value;
                 if constexpr (has_flag(op, op_flag::leaf)) {
@@ -153,24 +244,24 @@ template <class Arch, class Real> struct ProgramSweeps {
             });
             ++e;
         }
-        program.value_count = plan.compute_slots.size();
+        program.value_count = static_cast<std::size_t>(e - program.values);
     }
 
-    /// Fills program.adjoints (plan.reverse_steps) for adjoints [slot][rows][lanes] at
+    /// Fills program.adjoints (plan.reverse_steps) for adjoints [row][rows][lanes] at
     /// `adjoints`; `zeros` is rows * lanes zeros, read where a step writes an adjoint first.
     static void build_adjoints(const Tape& tape, const Plan& plan, Real* values, Real* adjoints, const Real* zeros,
                                std::size_t rows, std::size_t lanes, Program<Real>& program) {
         const auto instructions = tape.instructions();
         E* e = program.adjoints;
         const auto adjoint_of = [&](std::uint32_t slot) {
-            return adjoints + std::size_t{plan.adjoint_home[slot]} * rows * lanes;
+            return adjoints + std::size_t{plan.adjoint_row[slot]} * rows * lanes;
         };
         for (const Step& step : plan.reverse_steps) {
             // Operands in `alias` share this slot's adjoint storage: nothing to do for them.
             const unsigned active = step.active & ~step.alias;
             if (active == 0) continue;
             const Instruction ins = instructions[step.slot];
-            fill_operands(ins, step.slot, values, lanes, *e);
+            fill_operands(plan, ins, step.slot, values, lanes, *e);
             const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
             e->seed = adjoint_of(step.slot);
             for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
@@ -193,13 +284,15 @@ template <class Arch, class Real> struct ProgramSweeps {
         program.adjoint_count = static_cast<std::size_t>(e - program.adjoints);
     }
 
-    static void fill_operands(const Instruction& ins, std::uint32_t slot, Real* values, std::size_t lanes, E& e) {
+    static void fill_operands(const Plan& plan, const Instruction& ins, std::uint32_t slot, Real* values,
+                              std::size_t lanes, E& e) {
         e = E{};
         const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        const auto row = [&](std::uint32_t s) { return values + std::size_t{plan.value_row[s]} * lanes; };
         // arity() counts slot operands only (Powi's exponent is an immediate, not one).
-        for (std::uint32_t k = 0; k < arity(ins.op); ++k) e.operand[k] = values + std::size_t{operands[k]} * lanes;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) e.operand[k] = row(operands[k]);
         if (ins.op == Op::Powi) e.immediate = powi_exponent(ins);
-        e.result = values + std::size_t{slot} * lanes;
+        e.result = row(slot);
     }
 };
 
