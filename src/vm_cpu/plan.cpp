@@ -202,6 +202,32 @@ Plan::Plan(const Tape& tape)
         if (input_reached[i]) use(i, 1 + reverse_count);
     }
     adjoint_rows = assign_rows(first, last, 1 + reverse_count, 0, adjoint_row);
+
+    std::vector<std::uint32_t> writers(slots, 0);
+    std::vector<std::uint32_t> sharers(slots, 0);
+    for (const Step& step : reverse_steps) {
+        const Instruction& ins = instructions[step.slot];
+        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        bool counted[3] = {};
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            if (!(step.active & (1u << k))) continue;
+            // One writer per step, however many of its operands name the slot.
+            bool seen = false;
+            for (std::uint32_t j = 0; j < k; ++j) seen = seen || (counted[j] && operands[j] == operands[k]);
+            counted[k] = true;
+            if (!seen) ++writers[operands[k]];
+        }
+    }
+    for (std::uint32_t slot = 0; slot < slots; ++slot) {
+        if (adjoint_home[slot] != slot) ++sharers[adjoint_home[slot]];
+    }
+    adjoint_private.assign(slots, 0);
+    for (const Step& step : reverse_steps) {
+        const std::uint32_t slot = step.slot;
+        adjoint_private[slot] =
+            writers[slot] == 1 && adjoint_home[slot] == slot && sharers[slot] == 0 ? 1 : 0;
+    }
+    for (const std::uint32_t slot : tape.outputs()) adjoint_private[slot] = 0;
     for (std::uint32_t slot = 0; slot < slots; ++slot) adjoint_row[slot] = adjoint_row[adjoint_home[slot]];
 }
 

@@ -75,6 +75,10 @@ struct Plan {
     /// (input adjoints keep theirs to the end: they are the results).
     std::vector<std::uint32_t> adjoint_row;
     std::uint32_t adjoint_rows = 0;
+    /// Per slot: 1 when its adjoint is written by one reverse step only (its one consumer),
+    /// and is not an output's, shared (adjoint_home) or read by anything but its own step:
+    /// that consumer's step can hand it to the slot's step in a register.
+    std::vector<std::uint8_t> adjoint_private;
 };
 
 }  // namespace tapevm::cpu::detail

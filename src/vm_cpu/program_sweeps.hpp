@@ -163,7 +163,138 @@ template <class Arch, class Real> struct ProgramSweeps {
         }
     }
 
-    template <Op op, unsigned active> static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
+    /// Formula<op>::partials at lane offset l: x the operands' values, r the result's.
+    template <Op op>
+    static void partials_at(const Real* const (&x)[3], const Real* r, std::size_t l,
+                            V (&d)[tapevm::detail::Formula<op>::arity]) {
+        using F = SimdFormula<op>;
+        static_assert(!F::immediate);
+        if constexpr (F::arity == 1) {
+            F::template partials<M>(load(x[0], l), load(r, l), d);
+        } else if constexpr (F::arity == 2) {
+            F::template partials<M>(load(x[0], l), load(x[1], l), load(r, l), d);
+        } else {
+            F::template partials<M>(load(x[0], l), load(x[1], l), load(x[2], l), load(r, l), d);
+        }
+    }
+
+    /// Two reverse steps in one entry: `second` is the step of `first`'s operands in
+    /// `positions`, whose adjoint only `first` writes; that adjoint stays in a register.
+    /// Each adjoint sees the same operations in the same order as with two entries.
+    template <Op first, unsigned active1, unsigned positions, Op second, unsigned active2, bool one_row>
+    static void adjoint_pair_rows(const E& e, std::size_t lanes, std::size_t rows) {
+        constexpr std::uint32_t arity1 = tapevm::detail::Formula<first>::arity;
+        constexpr std::uint32_t arity2 = tapevm::detail::Formula<second>::arity;
+        if constexpr (one_row) rows = 1;
+        const Real* const x1[3] = {e.operand[0], e.operand[1], e.operand[2]};
+        const Real* const x2[3] = {e.second_operand[0], e.second_operand[1], e.second_operand[2]};
+        const Real* const r1 = e.result;
+        const Real* const r2 = e.second_result;
+        const Real* const seeds = e.seed;
+        // Local copies: the compiler cannot tell that the stores below leave the entry alone.
+        const Real* in1[3];
+        Real* out1[3];
+        const Real* in2[3];
+        Real* out2[3];
+        for (std::uint32_t k = 0; k < 3; ++k) {
+            in1[k] = e.adjoint_in[k];
+            out1[k] = e.adjoint_out[k];
+            in2[k] = e.second_adjoint_in[k];
+            out2[k] = e.second_adjoint_out[k];
+        }
+        for (std::size_t l = 0; l < lanes; l += width) {
+            V d1[arity1];
+            partials_at<first>(x1, r1, l, d1);
+            V d2[arity2];
+            partials_at<second>(x2, r2, l, d2);
+            for (std::size_t row = 0; row < rows; ++row) {
+                const std::size_t i = row * lanes + l;
+                const V seed = load(seeds, i);
+                // The second's seed: its first write reads zeros (0 + c, as stored).
+                V handed(Real(0));
+                for (std::uint32_t k = 0; k < arity1; ++k) {
+                    if (!(active1 & (1u << k))) continue;
+                    if (positions & (1u << k)) {
+                        handed = handed + product(d1[k], seed);
+                    } else {
+                        (load(in1[k], i) + product(d1[k], seed)).store_aligned(out1[k] + i);
+                    }
+                }
+                for (std::uint32_t k = 0; k < arity2; ++k) {
+                    if (!(active2 & (1u << k))) continue;
+                    (load(in2[k], i) + product(d2[k], handed)).store_aligned(out2[k] + i);
+                }
+            }
+        }
+    }
+
+    /// Reverse steps fused in pairs: the cheap arithmetic ops.
+    static constexpr bool adjoint_pairable(Op op) {
+        return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Neg;
+    }
+
+    /// f(std::integral_constant<unsigned, v>) for the v among `values` equal to `value`
+    /// (null when none is).
+    template <unsigned... values, class F> static typename E::Run pick(unsigned value, F f) {
+        typename E::Run run = nullptr;
+        ((value == values ? (run = f(std::integral_constant<unsigned, values>{}), 0) : 0), ...);
+        return run;
+    }
+
+    template <Op first, Op second>
+    static typename E::Run adjoint_pair_run(unsigned active1, unsigned positions, unsigned active2,
+                                            bool one_row) {
+        constexpr unsigned all1 = (1u << tapevm::detail::Formula<first>::arity) - 1;
+        constexpr unsigned all2 = (1u << tapevm::detail::Formula<second>::arity) - 1;
+        return pick<1, 2, 3>(active1, [&](auto a1) -> typename E::Run {
+            constexpr unsigned bits1 = decltype(a1)::value;
+            if constexpr ((bits1 & ~all1) != 0) {
+                return nullptr;
+            } else {
+                return pick<1, 2, 3>(positions, [&](auto p) -> typename E::Run {
+                    constexpr unsigned bits = decltype(p)::value;
+                    if constexpr ((bits & ~bits1) != 0) {
+                        return nullptr;
+                    } else {
+                        return pick<1, 2, 3>(active2, [&](auto a2) -> typename E::Run {
+                            constexpr unsigned bits2 = decltype(a2)::value;
+                            if constexpr ((bits2 & ~all2) != 0) {
+                                return nullptr;
+                            } else if (one_row) {
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, true>;
+                            } else {
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, false>;
+                            }
+                        });
+                    }
+                });
+            }
+        });
+    }
+
+    /// The fused entry for reverse step `first` then `second`, or null when not fused.
+    static typename E::Run adjoint_pair_run(Op first, unsigned active1, unsigned positions, Op second,
+                                            unsigned active2, bool one_row) {
+        if (!adjoint_pairable(first) || !adjoint_pairable(second)) return nullptr;
+        return tapevm::detail::visit_op(first, [&](auto tag1) -> typename E::Run {
+            constexpr Op op1 = decltype(tag1)::value;
+            if constexpr (!adjoint_pairable(op1)) {
+                return nullptr;
+            } else {
+                return tapevm::detail::visit_op(second, [&](auto tag2) -> typename E::Run {
+                    constexpr Op op2 = decltype(tag2)::value;
+                    if constexpr (!adjoint_pairable(op2)) {
+                        return nullptr;
+                    } else {
+                        return adjoint_pair_run<op1, op2>(active1, positions, active2, one_row);
+                    }
+                });
+            }
+        });
+    }
+
+    template <Op op, unsigned active>
+    static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
         // Gradients (one row) of the arithmetic ops get a loop without the row loop; the
         // ops with costly partials gain nothing from it but code size.
         constexpr bool arithmetic = op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div ||
@@ -256,7 +387,18 @@ template <class Arch, class Real> struct ProgramSweeps {
         const auto adjoint_of = [&](std::uint32_t slot) {
             return adjoints + std::size_t{plan.adjoint_row[slot]} * rows * lanes;
         };
-        for (const Step& step : plan.reverse_steps) {
+        const auto fill_adjoints = [&](const Step& step, const Instruction& ins, const Real** in,
+                                       Real** out) {
+            const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+            for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+                Real* adjoint = adjoint_of(operands[k]);
+                out[k] = adjoint;
+                in[k] = (step.first & (1u << k)) ? zeros : adjoint;
+            }
+        };
+        const std::size_t count = plan.reverse_steps.size();
+        for (std::size_t index = 0; index < count; ++index) {
+            const Step& step = plan.reverse_steps[index];
             // Operands in `alias` share this slot's adjoint storage: nothing to do for them.
             const unsigned active = step.active & ~step.alias;
             if (active == 0) continue;
@@ -264,10 +406,30 @@ template <class Arch, class Real> struct ProgramSweeps {
             fill_operands(plan, ins, step.slot, values, lanes, *e);
             const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
             e->seed = adjoint_of(step.slot);
-            for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
-                Real* adjoint = adjoint_of(operands[k]);
-                e->adjoint_out[k] = adjoint;
-                e->adjoint_in[k] = (step.first & (1u << k)) ? zeros : adjoint;
+            fill_adjoints(step, ins, e->adjoint_in, e->adjoint_out);
+            // The next step, when it is that of an operand whose adjoint only this step writes.
+            if (index + 1 < count) {
+                const Step& next = plan.reverse_steps[index + 1];
+                const Instruction second = instructions[next.slot];
+                unsigned positions = 0;
+                for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+                    if (operands[k] == next.slot) positions |= 1u << k;
+                }
+                const typename E::Run run =
+                    positions != 0 && (positions & active) == positions && plan.adjoint_private[next.slot]
+                        ? adjoint_pair_run(ins.op, active, positions, second.op, next.active, rows == 1)
+                        : nullptr;
+                if (run != nullptr) {
+                    E pair{};
+                    fill_operands(plan, second, next.slot, values, lanes, pair);
+                    for (std::uint32_t k = 0; k < 3; ++k) e->second_operand[k] = pair.operand[k];
+                    e->second_result = pair.result;
+                    fill_adjoints(next, second, e->second_adjoint_in, e->second_adjoint_out);
+                    e->run = run;
+                    ++e;
+                    ++index;
+                    continue;
+                }
             }
             e->run = tapevm::detail::visit_op(ins.op, [&](auto tag) -> typename E::Run {
                 constexpr Op op = decltype(tag)::value;
