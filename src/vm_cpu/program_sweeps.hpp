@@ -121,6 +121,23 @@ template <class Arch, class Real> struct ProgramSweeps {
         return c;
     }
 
+    /// c[k] = product(d[k], seed) for the k in `active`, with one NaN test for all of them.
+    /// Always inlined: as a call it would pass every vector through memory.
+    template <unsigned active, std::uint32_t arity>
+    [[gnu::always_inline]] static void products(const V (&d)[arity], V seed, V (&c)[arity]) {
+        auto nan = xsimd::batch_bool<Real, Arch>(false);
+        for (std::uint32_t k = 0; k < arity; ++k) {
+            if (!(active & (1u << k))) continue;
+            c[k] = d[k] * seed;
+            nan = nan | xsimd::isnan(c[k]);
+        }
+        if (xsimd::any(nan)) [[unlikely]] {
+            for (std::uint32_t k = 0; k < arity; ++k) {
+                if (active & (1u << k)) c[k] = tapevm::detail::contribution<M>(d[k], seed);
+            }
+        }
+    }
+
     /// Operand k's adjoint += partial k * seed, for the operands in `active`, every row
     /// (`rows`, or 1 when one_row).
     template <Op op, unsigned active, bool one_row>
@@ -153,11 +170,12 @@ template <class Arch, class Real> struct ProgramSweeps {
             }
             for (std::size_t row = 0; row < rows; ++row) {
                 const std::size_t i = row * lanes + l;
-                const V seed = load(seeds, i);
+                V c[arity];
+                products<active>(d, load(seeds, i), c);
                 // In operand order, each read after the previous write: x * x adds both terms.
                 for (std::uint32_t k = 0; k < arity; ++k) {
                     if (!(active & (1u << k))) continue;
-                    (load(in[k], i) + product(d[k], seed)).store_aligned(out[k] + i);
+                    (load(in[k], i) + c[k]).store_aligned(out[k] + i);
                 }
             }
         }
@@ -209,20 +227,23 @@ template <class Arch, class Real> struct ProgramSweeps {
             partials_at<second>(x2, r2, l, d2);
             for (std::size_t row = 0; row < rows; ++row) {
                 const std::size_t i = row * lanes + l;
-                const V seed = load(seeds, i);
+                V c1[arity1];
+                products<active1>(d1, load(seeds, i), c1);
                 // The second's seed: its first write reads zeros (0 + c, as stored).
                 V handed(Real(0));
                 for (std::uint32_t k = 0; k < arity1; ++k) {
                     if (!(active1 & (1u << k))) continue;
                     if (positions & (1u << k)) {
-                        handed = handed + product(d1[k], seed);
+                        handed = handed + c1[k];
                     } else {
-                        (load(in1[k], i) + product(d1[k], seed)).store_aligned(out1[k] + i);
+                        (load(in1[k], i) + c1[k]).store_aligned(out1[k] + i);
                     }
                 }
+                V c2[arity2];
+                products<active2>(d2, handed, c2);
                 for (std::uint32_t k = 0; k < arity2; ++k) {
                     if (!(active2 & (1u << k))) continue;
-                    (load(in2[k], i) + product(d2[k], handed)).store_aligned(out2[k] + i);
+                    (load(in2[k], i) + c2[k]).store_aligned(out2[k] + i);
                 }
             }
         }

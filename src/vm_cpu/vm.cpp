@@ -130,6 +130,16 @@ template <class Real> struct Call {
 template <class Real>
 void check_guards(const Tape& tape, const Plan& plan, bool hvp, const Real* values, std::size_t lanes,
                   std::size_t first, std::size_t count, std::vector<std::size_t>& diverged) {
+    // Usually every point passes: a branch-free pass (vectorised) says whether any fails.
+    bool any_failed = false;
+    for (const Guard& guard : tape.guards()) {
+        const Real* row = values + (hvp ? guard.slot : plan.value_row[guard.slot]) * lanes;
+        const bool expected = guard.expected != 0;
+        bool failed = false;
+        for (std::size_t l = 0; l < count; ++l) failed |= (row[l] != Real(0)) != expected;
+        any_failed = any_failed || failed;
+    }
+    if (!any_failed) return;
     for (std::size_t l = 0; l < count; ++l) {
         for (const Guard& guard : tape.guards()) {
             const std::size_t row = hvp ? guard.slot : plan.value_row[guard.slot];
