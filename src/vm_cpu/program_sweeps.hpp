@@ -139,12 +139,12 @@ template <class Arch, class Real> struct ProgramSweeps {
     }
 
     /// Operand k's adjoint += partial k * seed, for the operands in `active`, every row
-    /// (`rows`, or 1 when one_row).
-    template <Op op, unsigned active, bool one_row>
+    /// (`rows`, or fixed_rows when not 0).
+    template <Op op, unsigned active, std::size_t fixed_rows>
     static void adjoint_rows(const E& e, std::size_t lanes, std::size_t rows) {
         using F = SimdFormula<op>;
         constexpr std::uint32_t arity = F::arity;
-        if constexpr (one_row) rows = 1;
+        if constexpr (fixed_rows != 0) rows = fixed_rows;
         const Real* const x0 = e.operand[0];
         const Real* const x1 = e.operand[1];
         const Real* const x2 = e.operand[2];
@@ -199,11 +199,12 @@ template <class Arch, class Real> struct ProgramSweeps {
     /// Two reverse steps in one entry: `second` is the step of `first`'s operands in
     /// `positions`, whose adjoint only `first` writes; that adjoint stays in a register.
     /// Each adjoint sees the same operations in the same order as with two entries.
-    template <Op first, unsigned active1, unsigned positions, Op second, unsigned active2, bool one_row>
+    template <Op first, unsigned active1, unsigned positions, Op second, unsigned active2,
+              std::size_t fixed_rows>
     static void adjoint_pair_rows(const E& e, std::size_t lanes, std::size_t rows) {
         constexpr std::uint32_t arity1 = tapevm::detail::Formula<first>::arity;
         constexpr std::uint32_t arity2 = tapevm::detail::Formula<second>::arity;
-        if constexpr (one_row) rows = 1;
+        if constexpr (fixed_rows != 0) rows = fixed_rows;
         const Real* const x1[3] = {e.operand[0], e.operand[1], e.operand[2]};
         const Real* const x2[3] = {e.second_operand[0], e.second_operand[1], e.second_operand[2]};
         const Real* const r1 = e.result;
@@ -264,7 +265,7 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     template <Op first, Op second>
     static typename E::Run adjoint_pair_run(unsigned active1, unsigned positions, unsigned active2,
-                                            bool one_row) {
+                                            std::size_t rows) {
         constexpr unsigned all1 = (1u << tapevm::detail::Formula<first>::arity) - 1;
         constexpr unsigned all2 = (1u << tapevm::detail::Formula<second>::arity) - 1;
         return pick<1, 2, 3>(active1, [&](auto a1) -> typename E::Run {
@@ -281,10 +282,12 @@ template <class Arch, class Real> struct ProgramSweeps {
                             constexpr unsigned bits2 = decltype(a2)::value;
                             if constexpr ((bits2 & ~all2) != 0) {
                                 return nullptr;
-                            } else if (one_row) {
-                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, true>;
+                            } else if (rows == 1) {
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, 1>;
+                            } else if (rows == 2) {
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, 2>;
                             } else {
-                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, false>;
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, 0>;
                             }
                         });
                     }
@@ -295,7 +298,7 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     /// The fused entry for reverse step `first` then `second`, or null when not fused.
     static typename E::Run adjoint_pair_run(Op first, unsigned active1, unsigned positions, Op second,
-                                            unsigned active2, bool one_row) {
+                                            unsigned active2, std::size_t rows) {
         if (!adjoint_pairable(first) || !adjoint_pairable(second)) return nullptr;
         return tapevm::detail::visit_op(first, [&](auto tag1) -> typename E::Run {
             constexpr Op op1 = decltype(tag1)::value;
@@ -307,7 +310,7 @@ template <class Arch, class Real> struct ProgramSweeps {
                     if constexpr (!adjoint_pairable(op2)) {
                         return nullptr;
                     } else {
-                        return adjoint_pair_run<op1, op2>(active1, positions, active2, one_row);
+                        return adjoint_pair_run<op1, op2>(active1, positions, active2, rows);
                     }
                 });
             }
@@ -316,14 +319,17 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     template <Op op, unsigned active>
     static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
-        // Gradients (one row) of the arithmetic ops get a loop without the row loop; the
-        // ops with costly partials gain nothing from it but code size.
+        // The arithmetic ops get loops without the row loop for gradients (one row) and
+        // two rows (Jacobians of two outputs); the ops with costly partials gain nothing
+        // from it but code size.
         constexpr bool arithmetic = op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div ||
                                     op == Op::Neg || op == Op::Fma || op == Op::Recip;
         if (arithmetic && rows == 1) {
-            adjoint_rows<op, active, true>(e, lanes, 1);
+            adjoint_rows<op, active, 1>(e, lanes, 1);
+        } else if (arithmetic && rows == 2) {
+            adjoint_rows<op, active, 2>(e, lanes, 2);
         } else {
-            adjoint_rows<op, active, false>(e, lanes, rows);
+            adjoint_rows<op, active, 0>(e, lanes, rows);
         }
     }
 
@@ -438,7 +444,7 @@ template <class Arch, class Real> struct ProgramSweeps {
                 }
                 const typename E::Run run =
                     positions != 0 && (positions & active) == positions && plan.adjoint_private[next.slot]
-                        ? adjoint_pair_run(ins.op, active, positions, second.op, next.active, rows == 1)
+                        ? adjoint_pair_run(ins.op, active, positions, second.op, next.active, rows)
                         : nullptr;
                 if (run != nullptr) {
                     E pair{};

@@ -87,15 +87,22 @@ TEST_CASE("arithmetic chains, with rows reused and steps fused in pairs, are bit
     // next one whose adjoint only it writes (kept in a register: d * d hands both terms).
     // Only + - * and negation, so the results are exact, in reverse mode with one row
     // (gradient, vjp) and several (the Jacobian), at block sizes of one vector and more.
-    const Tape tape = tapevm::record(3, [](std::span<const Var> x) {
+    const auto chains = [](std::span<const Var> x, std::size_t outputs) {
         const Var d = x[0] - x[1];
         const Var square = d * d;
         const Var n = -(square * x[2]);
         const Var t = (n + x[0]) * (x[1] - 2.0);
         const Var u = t * t - n;
         const Var v = -(u * x[0]) * d;
-        return std::vector<Var>{u + v * d, square - t * x[2], v - 3.0 * -x[1]};
-    });
+        std::vector<Var> results{u + v * d, square - t * x[2], v - 3.0 * -x[1]};
+        results.resize(outputs);
+        return results;
+    };
+    // Three outputs, and two (the kernels have loops for exactly two rows).
+    const Tape tape = tapevm::record(3, [&](std::span<const Var> x) { return chains(x, 3); });
+    const Tape pair = tapevm::record(3, [&](std::span<const Var> x) { return chains(x, 2); });
+    const RandomBatch<double> pair_data(pair, 45, 13, false);
+    const tapevm::reference::Vm pair_reference(pair);
     const Tape sum = tapevm::record(3, [&](std::span<const Var> x) {
         const Var d = x[0] - x[1];
         const Var e = -(d * d) * x[2];
@@ -119,6 +126,11 @@ TEST_CASE("arithmetic chains, with rows reused and steps fused in pairs, are bit
             const auto vjp = vm.vjp<double>(data.batch(), data.cotangents);
             CHECK(tapevm::test::first_different_value(
                       vjp.values, reference.vjp<double>(data.batch(), data.cotangents).values) == -1);
+            const Vm pair_vm(pair, {.threads = 1, .isa = isa, .block_lanes = lanes});
+            CHECK(tapevm::test::first_different_value(
+                      pair_vm.jacobian(pair_data.batch(), tapevm::JacobianMode::reverse).values,
+                      pair_reference.jacobian(pair_data.batch(), tapevm::JacobianMode::reverse).values) ==
+                  -1);
             const Vm sum_vm(sum, {.threads = 1, .isa = isa, .block_lanes = lanes});
             const auto gradient = sum_vm.gradient(sum_data.batch());
             CHECK(tapevm::test::first_different_value(gradient.values,
