@@ -262,6 +262,15 @@ def header_op(table):
     return "\n".join(lines)
 
 
+def partial_reads(op):
+    """Bit k when a partial (or a let) names operand k, bit 3 when it names the result r."""
+    bits = {"a": 1, "b": 2, "c": 4, "r": 8}
+    sources = list(op["partials"]) + [source for _, source in op["lets"]]
+    names = {node.id for source in sources for node in ast.walk(ast.parse(source, mode="eval"))
+             if isinstance(node, ast.Name)}
+    return sum(bit for name, bit in bits.items() if name in names)
+
+
 def formula_struct(table, op):
     name = op["name"]
     arity = op["arity"]
@@ -275,6 +284,7 @@ def formula_struct(table, op):
     value = emitter.emit(op["value"])
     zero = all(p.strip() == "0" for p in op["partials"])
     unit = sum(1 << k for k, p in enumerate(op["partials"]) if p.strip() == "1")
+    reads = partial_reads(op)
     out = [
         f"template <> struct Formula<Op::{name}> {{",
         f"    static constexpr std::uint32_t arity = {arity};",
@@ -283,6 +293,8 @@ def formula_struct(table, op):
         f"    static constexpr bool has_partials = {'false' if zero else 'true'};",
         f"    /// Bit k set when partial k is identically 1 (the contribution is the seed itself).",
         f"    static constexpr std::uint32_t unit_partials = {unit};",
+        f"    /// What partials() reads: bit k for operand k (a, b, c), bit 3 for the result r.",
+        f"    static constexpr std::uint32_t partial_reads = {reads};",
         f"    template <class M, class T> static T value({', '.join(value_params)}) {{",
         f"        return {value};",
         f"    }}",

@@ -72,18 +72,29 @@ Isa resolve_isa(Isa requested) {
     return requested;
 }
 
-std::size_t l2_cache_bytes() {
-    const long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+namespace {
+
+/// sysconf(name), else /sys/devices/system/cpu/cpu0/cache/<index>/size, else `otherwise`.
+std::size_t cache_bytes(int name, const char* index, std::size_t otherwise) {
+    const long bytes = sysconf(name);
     if (bytes > 0) return static_cast<std::size_t>(bytes);
-    std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index2/size");
+    std::ifstream file(std::string("/sys/devices/system/cpu/cpu0/cache/") + index + "/size");
     std::size_t size = 0;
     char unit = 0;
     if (file >> size >> unit && size > 0) {
         if (unit == 'K') return size * 1024;
         if (unit == 'M') return size * 1024 * 1024;
     }
-    return std::size_t{512} * 1024;
+    return otherwise;
 }
+
+}  // namespace
+
+std::size_t l1_data_cache_bytes() {
+    return cache_bytes(_SC_LEVEL1_DCACHE_SIZE, "index0", std::size_t{32} * 1024);
+}
+
+std::size_t l2_cache_bytes() { return cache_bytes(_SC_LEVEL2_CACHE_SIZE, "index2", std::size_t{512} * 1024); }
 
 }  // namespace detail
 }  // namespace tapevm::cpu

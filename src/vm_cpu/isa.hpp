@@ -10,6 +10,9 @@ namespace tapevm::cpu::detail {
 /// supported. Throws Unsupported for an unknown name or an unsupported set.
 Isa resolve_isa(Isa requested);
 
+/// Bytes of L1 data cache per core (sysconf, then /sys, else 32 KiB).
+std::size_t l1_data_cache_bytes();
+
 /// Bytes of L2 cache per core (sysconf, then /sys, else 512 KiB).
 std::size_t l2_cache_bytes();
 

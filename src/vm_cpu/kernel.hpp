@@ -88,11 +88,16 @@ template <class Arch, class Real> struct Kernel {
     // Storage views: at(slot[, row]) gives a Pointer to the slot's lanes, load/store take a
     // Pointer and a lane offset (a multiple of width). Loops take their pointers first, so
     // the compiler keeps them in registers.
+    /// [row][lanes]; a slot's row is row_of[slot] (Plan::value_row), or the slot itself
+    /// where row_of is null (hvp).
     struct Values {
         using Pointer = Real*;
         Real* data;
         std::size_t lanes;
-        Real* at(std::uint32_t slot) const { return data + std::size_t{slot} * lanes; }
+        const std::uint32_t* row_of = nullptr;
+        Real* at(std::uint32_t slot) const {
+            return data + std::size_t{row_of != nullptr ? row_of[slot] : slot} * lanes;
+        }
         static V load(Real* p, std::size_t l) { return V::load_aligned(p + l); }
         static void store(Real* p, std::size_t l, V v) { v.store_aligned(p + l); }
     };
@@ -113,13 +118,17 @@ template <class Arch, class Real> struct Kernel {
             d.tangent.store_aligned(p.tangent + l);
         }
     };
-    /// [slot][row][lanes]
+    /// [slot][row][lanes], the slot's rows at row_of[slot] (Plan::adjoint_row) instead
+    /// where row_of is not null.
     struct Rows {
         using Pointer = Real*;
         Real* data;
         std::size_t rows;
         std::size_t lanes;
-        Real* at(std::uint32_t slot, std::size_t row) const { return data + (slot * rows + row) * lanes; }
+        const std::uint32_t* row_of = nullptr;
+        Real* at(std::uint32_t slot, std::size_t row) const {
+            return data + (std::size_t{row_of != nullptr ? row_of[slot] : slot} * rows + row) * lanes;
+        }
         static V load(Real* p, std::size_t l) { return V::load_aligned(p + l); }
         static void store(Real* p, std::size_t l, V v) { v.store_aligned(p + l); }
     };
@@ -452,8 +461,9 @@ template <class Arch, class Real> struct Kernel {
         const std::size_t slots = plan.slots;
         const Batch<Real>& batch = *request.batch;
         const bool hvp = request.mode == Mode::hvp;
-        const Values values{state.scratch, lanes};
-        Real* after_values = state.scratch + slots * lanes;
+        // hvp keeps a row per slot (run_hvp); the other modes share rows (Plan::value_row).
+        const Values values{state.scratch, lanes, hvp ? nullptr : plan.value_row.data()};
+        Real* after_values = state.scratch + (hvp ? slots : plan.value_rows) * lanes;
         const Values dual_tangents{after_values, lanes};  // hvp only
 
         if (!state.prefilled) {
@@ -508,7 +518,7 @@ template <class Arch, class Real> struct Kernel {
             }
             case Mode::reverse: {
                 const std::size_t rows = request.rows;
-                const Rows adjoints{after_values, rows, lanes};
+                const Rows adjoints{after_values, rows, lanes, plan.adjoint_row.data()};
                 seed_outputs(tape, plan, request, adjoints, first, count);
                 run_program(state.program.adjoints, state.program.adjoint_count, lanes, rows, prefetch);
                 scatter(request.results, rows * n, first, count, request.stream_results, [&](std::size_t column) -> const Real* {
@@ -532,8 +542,8 @@ template <class Arch, class Real> struct Kernel {
         P::build_values(tape, plan, values, lanes, state.program);
         if (request.mode != Mode::reverse) return;
         const std::size_t rows = request.rows;
-        Real* adjoints = values + std::size_t{plan.slots} * lanes;
-        Real* zeros = adjoints + std::size_t{plan.slots} * rows * lanes;
+        Real* adjoints = values + std::size_t{plan.value_rows} * lanes;
+        Real* zeros = adjoints + std::size_t{plan.adjoint_rows} * rows * lanes;
         for (std::size_t i = 0; i < rows * lanes; i += width) V(Real(0)).store_aligned(zeros + i);
         P::build_adjoints(tape, plan, values, adjoints, zeros, rows, lanes, state.program);
     }

@@ -5,7 +5,10 @@
 //   - the tangent steps (forward mode) and the reverse steps (reverse mode, in reverse
 //     order) restricted to active slots, each with the mask of its active operands;
 //   - for the reverse sweep, which adjoint writes are the first to their slot (stored, so
-//     the adjoint buffer needs no clearing) and which slots' adjoints are ever written.
+//     the adjoint buffer needs no clearing) and which slots' adjoints are ever written;
+//   - the rows of a block's scratch that hold each slot's value and adjoint: a row is
+//     reused once its slot is dead, most recently freed first, so a sweep's short-lived
+//     values and adjoints stay in the L1 cache instead of each taking a fresh row.
 #pragma once
 
 #include <cstddef>
@@ -55,6 +58,27 @@ struct Plan {
     std::vector<std::uint32_t> adjoint_home;
     /// Per input: 1 when its adjoint is ever written (else the reverse result is 0).
     std::vector<std::uint8_t> input_reached;
+
+    /// Per slot: its row in the value rows of a block (forward, tangent and reverse mode;
+    /// hvp keeps a row per slot). Inputs and params keep rows 0 .. inputs + params - 1
+    /// (gathered there), constants have rows of their own (filled once); a computed value
+    /// shares its row with values whose last reader ran before it was computed, unless
+    /// something reads it after the value sweep: an output, a guard, or the partials of a
+    /// derivative step (Formula<op>::partial_reads), which keep their rows to the end.
+    std::vector<std::uint32_t> value_row;
+    std::uint32_t value_rows = 0;
+    /// Per computed slot: the position in compute_slots of the value sweep's last read of
+    /// its value, or compute_slots.size() when something reads it after the sweep.
+    std::vector<std::uint32_t> value_last_read;
+    /// Per slot: the row of its adjoint storage (adjoint_home's) among the adjoint rows of
+    /// the reverse sweep, for slots whose adjoint is written; rows are reused the same way
+    /// (input adjoints keep theirs to the end: they are the results).
+    std::vector<std::uint32_t> adjoint_row;
+    std::uint32_t adjoint_rows = 0;
+    /// Per slot: 1 when its adjoint is written by one reverse step only (its one consumer),
+    /// and is not an output's, shared (adjoint_home) or read by anything but its own step:
+    /// that consumer's step can hand it to the slot's step in a register.
+    std::vector<std::uint8_t> adjoint_private;
 };
 
 }  // namespace tapevm::cpu::detail

@@ -26,6 +26,16 @@ template <class Real> struct Entry {
     Real* adjoint_out[3] = {};
     /// Powi's exponent.
     std::int32_t immediate = 0;
+    /// Value entries of two instructions, the second reading the first's result (kept in a
+    /// register; stored at `result` only when something else reads it): the second's
+    /// operands (null where it reads the first's result) and result.
+    const Real* second_operand[3] = {};
+    Real* second_result = nullptr;
+    /// Adjoint entries of two reverse steps, the second for the first's operand whose
+    /// adjoint only the first writes (kept in a register): the second's operands' values,
+    /// its result's value (second_result) and its operands' adjoints read and written.
+    const Real* second_adjoint_in[3] = {};
+    Real* second_adjoint_out[3] = {};
 };
 
 /// A participant's programs: the value sweep and the adjoint sweep (empty unless reverse).

@@ -22,26 +22,91 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     static V load(const Real* p, std::size_t l) { return V::load_aligned(p + l); }
 
+    /// The value of op for operand vectors x.
+    template <Op op> static V value_of(const V (&x)[3], std::int32_t immediate) {
+        using F = SimdFormula<op>;
+        if constexpr (F::immediate) {
+            return F::template value<M>(x[0], immediate);
+        } else if constexpr (F::arity == 1) {
+            return F::template value<M>(x[0]);
+        } else if constexpr (F::arity == 2) {
+            return F::template value<M>(x[0], x[1]);
+        } else {
+            return F::template value<M>(x[0], x[1], x[2]);
+        }
+    }
+
     /// result = value of op over the block.
     template <Op op> static void value_entry(const E& e, std::size_t lanes, std::size_t) {
-        using F = SimdFormula<op>;
-        const Real* const x0 = e.operand[0];
-        const Real* const x1 = e.operand[1];
-        const Real* const x2 = e.operand[2];
+        constexpr std::uint32_t arity = tapevm::detail::Formula<op>::arity;
+        const Real* x[3] = {e.operand[0], e.operand[1], e.operand[2]};
         Real* const out = e.result;
         for (std::size_t l = 0; l < lanes; l += width) {
-            V r;
-            if constexpr (F::immediate) {
-                r = F::template value<M>(load(x0, l), e.immediate);
-            } else if constexpr (F::arity == 1) {
-                r = F::template value<M>(load(x0, l));
-            } else if constexpr (F::arity == 2) {
-                r = F::template value<M>(load(x0, l), load(x1, l));
-            } else {
-                r = F::template value<M>(load(x0, l), load(x1, l), load(x2, l));
-            }
-            r.store_aligned(out + l);
+            V v[3];
+            for (std::uint32_t k = 0; k < arity; ++k) v[k] = load(x[k], l);
+            value_of<op>(v, e.immediate).store_aligned(out + l);
         }
+    }
+
+    /// Instructions fused in pairs in the value sweep: the cheap arithmetic ops, for which a
+    /// store and a load of the intermediate cost as much as the op itself.
+    static constexpr bool pairable(Op op) {
+        return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div || op == Op::Neg;
+    }
+
+    /// second op (its operands in `positions` are the first's result) of first op, over the
+    /// block; the first's result is stored when store_first.
+    template <Op first, Op second, unsigned positions, bool store_first>
+    static void value_pair_entry(const E& e, std::size_t lanes, std::size_t) {
+        constexpr std::uint32_t arity1 = tapevm::detail::Formula<first>::arity;
+        constexpr std::uint32_t arity2 = tapevm::detail::Formula<second>::arity;
+        const Real* x[3] = {e.operand[0], e.operand[1], e.operand[2]};
+        const Real* y[3] = {e.second_operand[0], e.second_operand[1], e.second_operand[2]};
+        Real* const out1 = e.result;
+        Real* const out2 = e.second_result;
+        for (std::size_t l = 0; l < lanes; l += width) {
+            V v[3];
+            for (std::uint32_t k = 0; k < arity1; ++k) v[k] = load(x[k], l);
+            const V r = value_of<first>(v, 0);
+            if constexpr (store_first) r.store_aligned(out1 + l);
+            V w[3];
+            for (std::uint32_t k = 0; k < arity2; ++k) w[k] = (positions & (1u << k)) ? r : load(y[k], l);
+            value_of<second>(w, 0).store_aligned(out2 + l);
+        }
+    }
+
+    template <Op first, Op second>
+    static typename E::Run value_pair_run(unsigned positions, bool store_first) {
+        const auto pick = [&](auto p) -> typename E::Run {
+            constexpr unsigned bits = decltype(p)::value;
+            if (store_first) return &value_pair_entry<first, second, bits, true>;
+            return &value_pair_entry<first, second, bits, false>;
+        };
+        switch (positions) {
+            case 1: return pick(std::integral_constant<unsigned, 1>{});
+            case 2: return pick(std::integral_constant<unsigned, 2>{});
+            default: return pick(std::integral_constant<unsigned, 3>{});
+        }
+    }
+
+    /// The fused entry for `first` then `second`, or null when the pair is not fused.
+    static typename E::Run value_pair_run(Op first, Op second, unsigned positions, bool store_first) {
+        if (!pairable(first) || !pairable(second)) return nullptr;
+        return tapevm::detail::visit_op(first, [&](auto tag1) -> typename E::Run {
+            constexpr Op op1 = decltype(tag1)::value;
+            if constexpr (!pairable(op1)) {
+                return nullptr;
+            } else {
+                return tapevm::detail::visit_op(second, [&](auto tag2) -> typename E::Run {
+                    constexpr Op op2 = decltype(tag2)::value;
+                    if constexpr (!pairable(op2)) {
+                        return nullptr;
+                    } else {
+                        return value_pair_run<op1, op2>(positions, store_first);
+                    }
+                });
+            }
+        });
     }
 
     /// partial * seed, except 0 where either is 0 (contribution() in math_scalar.hpp: an
@@ -56,13 +121,30 @@ template <class Arch, class Real> struct ProgramSweeps {
         return c;
     }
 
+    /// c[k] = product(d[k], seed) for the k in `active`, with one NaN test for all of them.
+    /// Always inlined: as a call it would pass every vector through memory.
+    template <unsigned active, std::uint32_t arity>
+    [[gnu::always_inline]] static void products(const V (&d)[arity], V seed, V (&c)[arity]) {
+        auto nan = xsimd::batch_bool<Real, Arch>(false);
+        for (std::uint32_t k = 0; k < arity; ++k) {
+            if (!(active & (1u << k))) continue;
+            c[k] = d[k] * seed;
+            nan = nan | xsimd::isnan(c[k]);
+        }
+        if (xsimd::any(nan)) [[unlikely]] {
+            for (std::uint32_t k = 0; k < arity; ++k) {
+                if (active & (1u << k)) c[k] = tapevm::detail::contribution<M>(d[k], seed);
+            }
+        }
+    }
+
     /// Operand k's adjoint += partial k * seed, for the operands in `active`, every row
-    /// (`rows`, or 1 when one_row).
-    template <Op op, unsigned active, bool one_row>
+    /// (`rows`, or fixed_rows when not 0).
+    template <Op op, unsigned active, std::size_t fixed_rows>
     static void adjoint_rows(const E& e, std::size_t lanes, std::size_t rows) {
         using F = SimdFormula<op>;
         constexpr std::uint32_t arity = F::arity;
-        if constexpr (one_row) rows = 1;
+        if constexpr (fixed_rows != 0) rows = fixed_rows;
         const Real* const x0 = e.operand[0];
         const Real* const x1 = e.operand[1];
         const Real* const x2 = e.operand[2];
@@ -88,25 +170,166 @@ template <class Arch, class Real> struct ProgramSweeps {
             }
             for (std::size_t row = 0; row < rows; ++row) {
                 const std::size_t i = row * lanes + l;
-                const V seed = load(seeds, i);
+                V c[arity];
+                products<active>(d, load(seeds, i), c);
                 // In operand order, each read after the previous write: x * x adds both terms.
                 for (std::uint32_t k = 0; k < arity; ++k) {
                     if (!(active & (1u << k))) continue;
-                    (load(in[k], i) + product(d[k], seed)).store_aligned(out[k] + i);
+                    (load(in[k], i) + c[k]).store_aligned(out[k] + i);
                 }
             }
         }
     }
 
-    template <Op op, unsigned active> static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
-        // Gradients (one row) of the arithmetic ops get a loop without the row loop; the
-        // ops with costly partials gain nothing from it but code size.
+    /// Formula<op>::partials at lane offset l: x the operands' values, r the result's.
+    template <Op op>
+    static void partials_at(const Real* const (&x)[3], const Real* r, std::size_t l,
+                            V (&d)[tapevm::detail::Formula<op>::arity]) {
+        using F = SimdFormula<op>;
+        static_assert(!F::immediate);
+        if constexpr (F::arity == 1) {
+            F::template partials<M>(load(x[0], l), load(r, l), d);
+        } else if constexpr (F::arity == 2) {
+            F::template partials<M>(load(x[0], l), load(x[1], l), load(r, l), d);
+        } else {
+            F::template partials<M>(load(x[0], l), load(x[1], l), load(x[2], l), load(r, l), d);
+        }
+    }
+
+    /// Two reverse steps in one entry: `second` is the step of `first`'s operands in
+    /// `positions`, whose adjoint only `first` writes; that adjoint stays in a register.
+    /// Each adjoint sees the same operations in the same order as with two entries.
+    template <Op first, unsigned active1, unsigned positions, Op second, unsigned active2,
+              std::size_t fixed_rows>
+    static void adjoint_pair_rows(const E& e, std::size_t lanes, std::size_t rows) {
+        constexpr std::uint32_t arity1 = tapevm::detail::Formula<first>::arity;
+        constexpr std::uint32_t arity2 = tapevm::detail::Formula<second>::arity;
+        if constexpr (fixed_rows != 0) rows = fixed_rows;
+        const Real* const x1[3] = {e.operand[0], e.operand[1], e.operand[2]};
+        const Real* const x2[3] = {e.second_operand[0], e.second_operand[1], e.second_operand[2]};
+        const Real* const r1 = e.result;
+        const Real* const r2 = e.second_result;
+        const Real* const seeds = e.seed;
+        // Local copies: the compiler cannot tell that the stores below leave the entry alone.
+        const Real* in1[3];
+        Real* out1[3];
+        const Real* in2[3];
+        Real* out2[3];
+        for (std::uint32_t k = 0; k < 3; ++k) {
+            in1[k] = e.adjoint_in[k];
+            out1[k] = e.adjoint_out[k];
+            in2[k] = e.second_adjoint_in[k];
+            out2[k] = e.second_adjoint_out[k];
+        }
+        for (std::size_t l = 0; l < lanes; l += width) {
+            V d1[arity1];
+            partials_at<first>(x1, r1, l, d1);
+            V d2[arity2];
+            partials_at<second>(x2, r2, l, d2);
+            for (std::size_t row = 0; row < rows; ++row) {
+                const std::size_t i = row * lanes + l;
+                V c1[arity1];
+                products<active1>(d1, load(seeds, i), c1);
+                // The second's seed: its first write reads zeros (0 + c, as stored).
+                V handed(Real(0));
+                for (std::uint32_t k = 0; k < arity1; ++k) {
+                    if (!(active1 & (1u << k))) continue;
+                    if (positions & (1u << k)) {
+                        handed = handed + c1[k];
+                    } else {
+                        (load(in1[k], i) + c1[k]).store_aligned(out1[k] + i);
+                    }
+                }
+                V c2[arity2];
+                products<active2>(d2, handed, c2);
+                for (std::uint32_t k = 0; k < arity2; ++k) {
+                    if (!(active2 & (1u << k))) continue;
+                    (load(in2[k], i) + c2[k]).store_aligned(out2[k] + i);
+                }
+            }
+        }
+    }
+
+    /// Reverse steps fused in pairs: the cheap arithmetic ops.
+    static constexpr bool adjoint_pairable(Op op) {
+        return op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Neg;
+    }
+
+    /// f(std::integral_constant<unsigned, v>) for the v among `values` equal to `value`
+    /// (null when none is).
+    template <unsigned... values, class F> static typename E::Run pick(unsigned value, F f) {
+        typename E::Run run = nullptr;
+        ((value == values ? (run = f(std::integral_constant<unsigned, values>{}), 0) : 0), ...);
+        return run;
+    }
+
+    template <Op first, Op second>
+    static typename E::Run adjoint_pair_run(unsigned active1, unsigned positions, unsigned active2,
+                                            std::size_t rows) {
+        constexpr unsigned all1 = (1u << tapevm::detail::Formula<first>::arity) - 1;
+        constexpr unsigned all2 = (1u << tapevm::detail::Formula<second>::arity) - 1;
+        return pick<1, 2, 3>(active1, [&](auto a1) -> typename E::Run {
+            constexpr unsigned bits1 = decltype(a1)::value;
+            if constexpr ((bits1 & ~all1) != 0) {
+                return nullptr;
+            } else {
+                return pick<1, 2, 3>(positions, [&](auto p) -> typename E::Run {
+                    constexpr unsigned bits = decltype(p)::value;
+                    if constexpr ((bits & ~bits1) != 0) {
+                        return nullptr;
+                    } else {
+                        return pick<1, 2, 3>(active2, [&](auto a2) -> typename E::Run {
+                            constexpr unsigned bits2 = decltype(a2)::value;
+                            if constexpr ((bits2 & ~all2) != 0) {
+                                return nullptr;
+                            } else if (rows == 1) {
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, 1>;
+                            } else if (rows == 2) {
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, 2>;
+                            } else {
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, 0>;
+                            }
+                        });
+                    }
+                });
+            }
+        });
+    }
+
+    /// The fused entry for reverse step `first` then `second`, or null when not fused.
+    static typename E::Run adjoint_pair_run(Op first, unsigned active1, unsigned positions, Op second,
+                                            unsigned active2, std::size_t rows) {
+        if (!adjoint_pairable(first) || !adjoint_pairable(second)) return nullptr;
+        return tapevm::detail::visit_op(first, [&](auto tag1) -> typename E::Run {
+            constexpr Op op1 = decltype(tag1)::value;
+            if constexpr (!adjoint_pairable(op1)) {
+                return nullptr;
+            } else {
+                return tapevm::detail::visit_op(second, [&](auto tag2) -> typename E::Run {
+                    constexpr Op op2 = decltype(tag2)::value;
+                    if constexpr (!adjoint_pairable(op2)) {
+                        return nullptr;
+                    } else {
+                        return adjoint_pair_run<op1, op2>(active1, positions, active2, rows);
+                    }
+                });
+            }
+        });
+    }
+
+    template <Op op, unsigned active>
+    static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
+        // The arithmetic ops get loops without the row loop for gradients (one row) and
+        // two rows (Jacobians of two outputs); the ops with costly partials gain nothing
+        // from it but code size.
         constexpr bool arithmetic = op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div ||
                                     op == Op::Neg || op == Op::Fma || op == Op::Recip;
         if (arithmetic && rows == 1) {
-            adjoint_rows<op, active, true>(e, lanes, 1);
+            adjoint_rows<op, active, 1>(e, lanes, 1);
+        } else if (arithmetic && rows == 2) {
+            adjoint_rows<op, active, 2>(e, lanes, 2);
         } else {
-            adjoint_rows<op, active, false>(e, lanes, rows);
+            adjoint_rows<op, active, 0>(e, lanes, rows);
         }
     }
 
@@ -135,14 +358,40 @@ template <class Arch, class Real> struct ProgramSweeps {
         }
     }
 
-    /// Fills program.values (plan.compute_slots) for values [slot][lanes] at `values`.
+    /// Fills program.values (plan.compute_slots) for value rows [row][lanes] at `values`.
     static void build_values(const Tape& tape, const Plan& plan, Real* values, std::size_t lanes,
                              Program<Real>& program) {
         const auto instructions = tape.instructions();
         E* e = program.values;
-        for (const std::uint32_t slot : plan.compute_slots) {
+        const std::size_t count = plan.compute_slots.size();
+        for (std::size_t position = 0; position < count; ++position) {
+            const std::uint32_t slot = plan.compute_slots[position];
             const Instruction ins = instructions[slot];
-            fill_operands(ins, slot, values, lanes, *e);
+            fill_operands(plan, ins, slot, values, lanes, *e);
+            // The next instruction reading this one's result runs in the same entry.
+            if (position + 1 < count) {
+                const std::uint32_t next = plan.compute_slots[position + 1];
+                const Instruction second = instructions[next];
+                const std::uint32_t operands[3] = {second.a, second.b, second.c};
+                unsigned positions = 0;
+                for (std::uint32_t k = 0; k < arity(second.op); ++k) {
+                    if (operands[k] == slot) positions |= 1u << k;
+                }
+                const bool store_first = plan.value_last_read[slot] > position + 1;
+                const typename E::Run run =
+                    positions != 0 ? value_pair_run(ins.op, second.op, positions, store_first) : nullptr;
+                if (run != nullptr) {
+                    E pair{};
+                    fill_operands(plan, second, next, values, lanes, pair);
+                    for (std::uint32_t k = 0; k < 3; ++k)
+                        e->second_operand[k] = (positions & (1u << k)) ? nullptr : pair.operand[k];
+                    e->second_result = pair.result;
+                    e->run = run;
+                    ++e;
+                    ++position;
+                    continue;
+                }
+            }
             e->run = tapevm::detail::visit_op(ins.op, [](auto tag) -> typename E::Run {
                 constexpr Op op = decltype(tag)::value;
                 if constexpr (has_flag(op, op_flag::leaf)) {
@@ -153,30 +402,61 @@ template <class Arch, class Real> struct ProgramSweeps {
             });
             ++e;
         }
-        program.value_count = plan.compute_slots.size();
+        program.value_count = static_cast<std::size_t>(e - program.values);
     }
 
-    /// Fills program.adjoints (plan.reverse_steps) for adjoints [slot][rows][lanes] at
+    /// Fills program.adjoints (plan.reverse_steps) for adjoints [row][rows][lanes] at
     /// `adjoints`; `zeros` is rows * lanes zeros, read where a step writes an adjoint first.
     static void build_adjoints(const Tape& tape, const Plan& plan, Real* values, Real* adjoints, const Real* zeros,
                                std::size_t rows, std::size_t lanes, Program<Real>& program) {
         const auto instructions = tape.instructions();
         E* e = program.adjoints;
         const auto adjoint_of = [&](std::uint32_t slot) {
-            return adjoints + std::size_t{plan.adjoint_home[slot]} * rows * lanes;
+            return adjoints + std::size_t{plan.adjoint_row[slot]} * rows * lanes;
         };
-        for (const Step& step : plan.reverse_steps) {
+        const auto fill_adjoints = [&](const Step& step, const Instruction& ins, const Real** in,
+                                       Real** out) {
+            const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+            for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+                Real* adjoint = adjoint_of(operands[k]);
+                out[k] = adjoint;
+                in[k] = (step.first & (1u << k)) ? zeros : adjoint;
+            }
+        };
+        const std::size_t count = plan.reverse_steps.size();
+        for (std::size_t index = 0; index < count; ++index) {
+            const Step& step = plan.reverse_steps[index];
             // Operands in `alias` share this slot's adjoint storage: nothing to do for them.
             const unsigned active = step.active & ~step.alias;
             if (active == 0) continue;
             const Instruction ins = instructions[step.slot];
-            fill_operands(ins, step.slot, values, lanes, *e);
+            fill_operands(plan, ins, step.slot, values, lanes, *e);
             const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
             e->seed = adjoint_of(step.slot);
-            for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
-                Real* adjoint = adjoint_of(operands[k]);
-                e->adjoint_out[k] = adjoint;
-                e->adjoint_in[k] = (step.first & (1u << k)) ? zeros : adjoint;
+            fill_adjoints(step, ins, e->adjoint_in, e->adjoint_out);
+            // The next step, when it is that of an operand whose adjoint only this step writes.
+            if (index + 1 < count) {
+                const Step& next = plan.reverse_steps[index + 1];
+                const Instruction second = instructions[next.slot];
+                unsigned positions = 0;
+                for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+                    if (operands[k] == next.slot) positions |= 1u << k;
+                }
+                const typename E::Run run =
+                    positions != 0 && (positions & active) == positions && plan.adjoint_private[next.slot]
+                        ? adjoint_pair_run(ins.op, active, positions, second.op, next.active, rows)
+                        : nullptr;
+                if (run != nullptr) {
+                    E pair{};
+                    fill_operands(plan, second, next.slot, values, lanes, pair);
+                    for (std::uint32_t k = 0; k < 3; ++k) e->second_operand[k] = pair.operand[k];
+                    e->second_result = pair.result;
+                    fill_adjoints(next, second, e->second_adjoint_in, e->second_adjoint_out);
+                    e->run = run;
+                    ++e;
+                    ++index;
+                    continue;
+                }
             }
             e->run = tapevm::detail::visit_op(ins.op, [&](auto tag) -> typename E::Run {
                 constexpr Op op = decltype(tag)::value;
@@ -193,13 +473,15 @@ template <class Arch, class Real> struct ProgramSweeps {
         program.adjoint_count = static_cast<std::size_t>(e - program.adjoints);
     }
 
-    static void fill_operands(const Instruction& ins, std::uint32_t slot, Real* values, std::size_t lanes, E& e) {
+    static void fill_operands(const Plan& plan, const Instruction& ins, std::uint32_t slot, Real* values,
+                              std::size_t lanes, E& e) {
         e = E{};
         const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        const auto row = [&](std::uint32_t s) { return values + std::size_t{plan.value_row[s]} * lanes; };
         // arity() counts slot operands only (Powi's exponent is an immediate, not one).
-        for (std::uint32_t k = 0; k < arity(ins.op); ++k) e.operand[k] = values + std::size_t{operands[k]} * lanes;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) e.operand[k] = row(operands[k]);
         if (ins.op == Op::Powi) e.immediate = powi_exponent(ins);
-        e.result = values + std::size_t{slot} * lanes;
+        e.result = row(slot);
     }
 };
 

@@ -62,15 +62,17 @@ template <class Real> struct BlockState {
     std::size_t next_count = 0;
 };
 
-/// Reals of scratch one block of `lanes` lanes needs for `mode` with `rows` rows: values,
-/// then adjoint rows or tangent directions, then (reverse) a row of zeros per adjoint row.
+/// Reals of scratch one block of `lanes` lanes needs for `mode` with `rows` rows: value
+/// rows (Plan::value_rows; hvp: dual values, a row per slot), then adjoint rows or tangent
+/// directions, then (reverse) a row of zeros per adjoint row.
 inline std::size_t scratch_reals(const Plan& plan, Mode mode, std::size_t rows, std::size_t lanes) {
     const std::size_t slots = plan.slots;
+    const std::size_t values = plan.value_rows;
     switch (mode) {
-        case Mode::forward: return slots * lanes;
+        case Mode::forward: return values * lanes;
         case Mode::hvp: return 4 * slots * lanes;
-        case Mode::tangent: return (1 + rows) * slots * lanes;
-        case Mode::reverse: return ((1 + rows) * slots + rows) * lanes;
+        case Mode::tangent: return (values + rows * slots) * lanes;
+        case Mode::reverse: return (values + rows * (plan.adjoint_rows + 1)) * lanes;
     }
     return 0;
 }

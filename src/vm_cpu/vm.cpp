@@ -40,7 +40,7 @@ struct Engine {
         : tape(std::move(t)), plan(tape), isa(resolve_isa(options.isa)),
           threads(options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())),
           block_lanes_option(options.block_lanes != 0 ? options.block_lanes : block_lanes_from_environment()),
-          l2_bytes(l2_cache_bytes()), pool(threads - 1) {
+          l1_bytes(l1_data_cache_bytes()), l2_bytes(l2_cache_bytes()), pool(threads - 1) {
         switch (isa) {
             case Isa::avx512:
                 f64 = kernels_avx512<double>();
@@ -65,15 +65,21 @@ struct Engine {
         }
     }
 
-    /// Lanes per block: the option, or what keeps a block's scratch within half of L2;
-    /// a multiple of `width`, 16..1024 lanes when sized here.
-    std::size_t lanes_for(std::size_t width, std::size_t reals_per_lane, std::size_t sizeof_real) const {
+    /// Lanes per block: the option, or what keeps a block's scratch (`reals_per_lane`)
+    /// within half of L2 and its rows that every step of a sweep may touch
+    /// (`hot_reals_per_lane`: the reverse sweep's adjoint rows) within L1; a multiple of
+    /// `width`, 16..1024 lanes when sized here.
+    std::size_t lanes_for(std::size_t width, std::size_t reals_per_lane, std::size_t hot_reals_per_lane,
+                          std::size_t sizeof_real) const {
         std::size_t lanes = 0;
         if (block_lanes_option != 0) {
             lanes = block_lanes_option;
         } else {
             const std::size_t bytes_per_lane = std::max<std::size_t>(1, reals_per_lane * sizeof_real);
-            lanes = std::clamp<std::size_t>(l2_bytes / 2 / bytes_per_lane, 16, 1024);
+            lanes = l2_bytes / 2 / bytes_per_lane;
+            if (hot_reals_per_lane != 0)
+                lanes = std::min(lanes, l1_bytes / (hot_reals_per_lane * sizeof_real));
+            lanes = std::clamp<std::size_t>(lanes, 16, 1024);
             lanes -= lanes % width;
         }
         return std::max(width, (lanes + width - 1) / width * width);
@@ -86,6 +92,7 @@ struct Engine {
     Isa isa;
     unsigned threads;
     std::size_t block_lanes_option;
+    std::size_t l1_bytes;
     std::size_t l2_bytes;
     /// Result arrays larger than this are written with non-temporal stores.
     static constexpr std::size_t stream_bytes = std::size_t{4} << 20;
@@ -118,13 +125,25 @@ template <class Real> struct Call {
     std::vector<std::size_t> diverged;
 };
 
-/// Appends the points of the block whose guards fail.
+/// Appends the points of the block whose guards fail; values in rows of `lanes`, the slot's
+/// row Plan::value_row (hvp: the slot itself).
 template <class Real>
-void check_guards(const Tape& tape, const Real* values, std::size_t lanes, std::size_t first,
-                  std::size_t count, std::vector<std::size_t>& diverged) {
+void check_guards(const Tape& tape, const Plan& plan, bool hvp, const Real* values, std::size_t lanes,
+                  std::size_t first, std::size_t count, std::vector<std::size_t>& diverged) {
+    // Usually every point passes: a branch-free pass (vectorised) says whether any fails.
+    bool any_failed = false;
+    for (const Guard& guard : tape.guards()) {
+        const Real* row = values + (hvp ? guard.slot : plan.value_row[guard.slot]) * lanes;
+        const bool expected = guard.expected != 0;
+        bool failed = false;
+        for (std::size_t l = 0; l < count; ++l) failed |= (row[l] != Real(0)) != expected;
+        any_failed = any_failed || failed;
+    }
+    if (!any_failed) return;
     for (std::size_t l = 0; l < count; ++l) {
         for (const Guard& guard : tape.guards()) {
-            if ((values[guard.slot * lanes + l] != Real(0)) != (guard.expected != 0)) {
+            const std::size_t row = hvp ? guard.slot : plan.value_row[guard.slot];
+            if ((values[row * lanes + l] != Real(0)) != (guard.expected != 0)) {
                 diverged.push_back(first + l);
                 break;
             }
@@ -159,7 +178,8 @@ template <class Real> void participate(void* context) {
         kernels.run_block(engine.tape, engine.plan, request, state, first, count);
         block = next;
         if (engine.tape.guard_count() != 0) {
-            check_guards(engine.tape, scratch.data, call.lanes, first, count, diverged);
+            check_guards(engine.tape, engine.plan, request.mode == Mode::hvp, scratch.data, call.lanes, first,
+                         count, diverged);
         }
     }
     if (!diverged.empty()) {
@@ -174,7 +194,9 @@ template <class Real> Report Engine::run(const Request<Real>& request) const {
     const std::size_t points = request.batch->points;
     if (points == 0) return {};
     const std::size_t width = kernels<Real>().width;
-    std::size_t lanes = lanes_for(width, scratch_reals(plan, request.mode, request.rows, 1), sizeof(Real));
+    const std::size_t hot = request.mode == Mode::reverse ? request.rows * plan.adjoint_rows : 0;
+    std::size_t lanes =
+        lanes_for(width, scratch_reals(plan, request.mode, request.rows, 1), hot, sizeof(Real));
     lanes = std::min(lanes, (points + width - 1) / width * width);
     Request<Real> streaming = request;
     streaming.stream_results = points * result_columns(plan, request) * sizeof(Real) > stream_bytes;
@@ -207,7 +229,7 @@ unsigned Vm::threads() const { return engine_->threads; }
 
 std::size_t Vm::block_lanes(std::size_t sizeof_real) const {
     const std::size_t width = sizeof_real == sizeof(float) ? engine_->f32.width : engine_->f64.width;
-    return engine_->lanes_for(width, engine_->plan.slots, sizeof_real);
+    return engine_->lanes_for(width, engine_->plan.value_rows, 0, sizeof_real);
 }
 
 namespace {

@@ -80,3 +80,61 @@ TEST_CASE("sums whose terms are used again elsewhere") {
     }
     check_tape(others, "fma, fmod, fract");
 }
+
+TEST_CASE("arithmetic chains, with rows reused and steps fused in pairs, are bit for bit the reference") {
+    // Plan::value_row and adjoint_row reuse rows of dead slots; the value sweep fuses an
+    // arithmetic instruction with the next one reading it, the adjoint sweep a step with the
+    // next one whose adjoint only it writes (kept in a register: d * d hands both terms).
+    // Only + - * and negation, so the results are exact, in reverse mode with one row
+    // (gradient, vjp) and several (the Jacobian), at block sizes of one vector and more.
+    const auto chains = [](std::span<const Var> x, std::size_t outputs) {
+        const Var d = x[0] - x[1];
+        const Var square = d * d;
+        const Var n = -(square * x[2]);
+        const Var t = (n + x[0]) * (x[1] - 2.0);
+        const Var u = t * t - n;
+        const Var v = -(u * x[0]) * d;
+        std::vector<Var> results{u + v * d, square - t * x[2], v - 3.0 * -x[1]};
+        results.resize(outputs);
+        return results;
+    };
+    // Three outputs, and two (the kernels have loops for exactly two rows).
+    const Tape tape = tapevm::record(3, [&](std::span<const Var> x) { return chains(x, 3); });
+    const Tape pair = tapevm::record(3, [&](std::span<const Var> x) { return chains(x, 2); });
+    const RandomBatch<double> pair_data(pair, 45, 13, false);
+    const tapevm::reference::Vm pair_reference(pair);
+    const Tape sum = tapevm::record(3, [&](std::span<const Var> x) {
+        const Var d = x[0] - x[1];
+        const Var e = -(d * d) * x[2];
+        return std::vector<Var>{(e - x[0]) * (e + d)};
+    });
+    const tapevm::cpu::detail::Plan plan(tape);
+    CHECK(plan.value_rows < plan.slots);
+    CHECK(std::count(plan.adjoint_private.begin(), plan.adjoint_private.end(), 1) >= 2);
+    const RandomBatch<double> data(tape, 45, 11, false);
+    const RandomBatch<double> sum_data(sum, 45, 12, false);
+    const tapevm::reference::Vm reference(tape);
+    const tapevm::reference::Vm sum_reference(sum);
+    for (const tapevm::cpu::Isa isa : tapevm::cpu::supported_isas()) {
+        for (const std::size_t lanes : {1, 16, 40}) {
+            CAPTURE(tapevm::cpu::isa_name(isa));
+            CAPTURE(lanes);
+            const Vm vm(tape, {.threads = 1, .isa = isa, .block_lanes = lanes});
+            const auto jacobian = vm.jacobian(data.batch(), tapevm::JacobianMode::reverse);
+            const auto expected = reference.jacobian(data.batch(), tapevm::JacobianMode::reverse);
+            CHECK(tapevm::test::first_different_value(jacobian.values, expected.values) == -1);
+            const auto vjp = vm.vjp<double>(data.batch(), data.cotangents);
+            CHECK(tapevm::test::first_different_value(
+                      vjp.values, reference.vjp<double>(data.batch(), data.cotangents).values) == -1);
+            const Vm pair_vm(pair, {.threads = 1, .isa = isa, .block_lanes = lanes});
+            CHECK(tapevm::test::first_different_value(
+                      pair_vm.jacobian(pair_data.batch(), tapevm::JacobianMode::reverse).values,
+                      pair_reference.jacobian(pair_data.batch(), tapevm::JacobianMode::reverse).values) ==
+                  -1);
+            const Vm sum_vm(sum, {.threads = 1, .isa = isa, .block_lanes = lanes});
+            const auto gradient = sum_vm.gradient(sum_data.batch());
+            CHECK(tapevm::test::first_different_value(gradient.values,
+                                                      sum_reference.gradient(sum_data.batch()).values) == -1);
+        }
+    }
+}
