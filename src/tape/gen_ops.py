@@ -173,21 +173,6 @@ def check_table(table):
 FLAG_BITS = {"leaf": 1, "commutative": 2, "step": 4, "comparison": 8, "immediate": 16}
 
 
-def partial_reads(op):
-    """Bits 0-2: the op's partials read operand a, b, c; bit 3: they read the result r
-    (through its lets too)."""
-    def names(source):
-        return {node.id for node in ast.walk(ast.parse(source, mode="eval")) if isinstance(node, ast.Name)}
-    reads = {}
-    for let_name, let_source in op["lets"]:
-        reads[let_name] = set().union(*(reads.get(n, {n}) for n in names(let_source)))
-    used = set()
-    for source in op["partials"]:
-        for n in names(source):
-            used |= reads.get(n, {n})
-    return sum(1 << k for k, x in enumerate(OPERANDS + ("r",)) if x in used)
-
-
 def header_op(table):
     ops = table.OPS
     lines = [
