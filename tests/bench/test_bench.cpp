@@ -39,7 +39,9 @@ Config tiny_config(std::string_view workloads, std::string_view backends, std::s
     text.threads = "1,2";
     text.points = "37";
     text.repeats = "2";
-    return parse_config(text);
+    Config config = parse_config(text);
+    config.warmup_seconds = 0;  // correctness, not timing: one warm-up run
+    return config;
 }
 
 std::vector<std::string> available_backends() {
@@ -174,12 +176,13 @@ TEST_CASE("a record whose results differ from the reference fails its check and 
     const Points points = ba.make_points(100);  // 64 sampled, the last point among them
     Config config;
     config.repeats = 3;
+    config.warmup_seconds = 0;  // one warm-up run
     const Problem problem{&ba, Mode::forward, Precision::f64, 1};
 
     WrongRunner right(ba, 0.0);
     const Record record = measure(right, "right", problem, points, config);
     CHECK(record.max_error == 0);
-    CHECK(right.runs == 1 + 3);
+    CHECK(right.runs == 1 + 1 + 3);  // checked, warm-up, timed
 
     WrongRunner wrong(ba, 1e-6 * std::fabs(right.result(99).back()) + 1e-6);
     CHECK_THROWS_AS(measure(wrong, "wrong", problem, points, config), CheckFailed);
