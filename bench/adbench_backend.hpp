@@ -37,6 +37,12 @@ public:
     virtual void weight(const Batch<double>& batch, std::span<double> derivatives) const = 0;
     virtual void weight(const Batch<float>& batch, std::span<float> derivatives) const = 0;
 
+    /// True when weight() may be called from several threads at once, each on its part of
+    /// the observations and evaluating on the thread that calls it (cpu, reference): the
+    /// caller's threads then take the weight rows along with their other work instead of
+    /// waking the backend's threads once more. False: one call for all (gpu, adolc).
+    virtual bool weight_in_parts() const = 0;
+
     /// What evaluates: "cpu (avx2, 2 threads)", "adolc (scalar, 1 thread)".
     virtual std::string name() const = 0;
 };
@@ -44,7 +50,8 @@ public:
 /// The backend names the command accepts, for its help and errors.
 inline constexpr std::string_view backend_names = "cpu, reference, gpu, adolc";
 
-/// The named backend with `threads` worker threads (cpu only; the others use what they use).
+/// The named backend with `threads` worker threads (cpu only; the others use what they use;
+/// cpu's weight tape runs on the caller's threads, weight_in_parts()).
 /// Throws tapevm::Error for an unknown name, Unsupported for adolc in f32 or in a build
 /// without ADOL-C, DeviceUnavailable for gpu without a device.
 std::unique_ptr<BlockJacobians> make_block_jacobians(std::string_view backend, Precision precision,
