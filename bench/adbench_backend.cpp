@@ -75,8 +75,10 @@ std::unique_ptr<BlockJacobians> make_block_jacobians(std::string_view backend, P
     if (backend == "cpu") {
         cpu::Options options;
         options.threads = threads;
+        if (precision == Precision::f64) options.block_lanes = cpu_reprojection_block_lanes;
         auto reprojection = std::make_unique<cpu::Vm>(reprojection_tape(), options);
         options.threads = 1;  // called from each of the caller's threads
+        options.block_lanes = 0;
         return std::make_unique<EvaluatorBlocks>(
             std::move(reprojection), std::make_unique<cpu::Vm>(weight_error_tape(), options), true);
     }

@@ -26,7 +26,7 @@ public:
     void run(std::size_t count, std::size_t granularity,
              const std::function<void(std::size_t, std::size_t)>& work);
     /// The same with the thread's index (0 = the caller, < threads()) as work's first
-    /// argument, for work that keeps a buffer per thread.
+    /// argument, for work that keeps a record per thread.
     void run_indexed(std::size_t count, std::size_t granularity,
                      const std::function<void(unsigned, std::size_t, std::size_t)>& work);
 
