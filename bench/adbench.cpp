@@ -8,6 +8,10 @@
 #include <exception>
 #include <type_traits>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -240,26 +244,47 @@ void assemble_inputs(const BaProblem& problem, std::size_t begin, std::size_t en
     }
 }
 
+// `vector` resized to `size` (zeros), its memory first advised to be backed by transparent
+// huge pages where the system allows (Linux: MADV_HUGEPAGE, which THP's "madvise" mode
+// needs): the Jacobian's arrays are gigabytes on the large instances, streamed through once
+// per run, and with 4 KiB pages every page costs a TLB miss and a page walk. The advice
+// comes before the zeros touch the pages; elsewhere a no-op. The objective's arrays get the
+// same. Measured on ba10 at 1 thread, 3 interleaved pairs of runs: Jacobian 37.0-39.8 ms
+// (median) against 40.9-50.0 without; structure and assembly gain most.
+template <class T> void resize_on_huge_pages(std::vector<T>& vector, std::size_t size) {
+    vector.reserve(size);
+#if defined(__linux__)
+    constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
+    const auto begin = (reinterpret_cast<std::uintptr_t>(vector.data()) + huge - 1) / huge * huge;
+    const auto end = reinterpret_cast<std::uintptr_t>(vector.data() + vector.capacity()) / huge * huge;
+    if (begin < end) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#endif
+    vector.resize(size);
+}
+
 }  // namespace
 
 template <class Real> Objective<Real> prepare_objective(const BaProblem& problem) {
-    return {std::vector<Real>(2 * problem.observations), std::vector<Real>(problem.observations)};
+    Objective<Real> objective;
+    resize_on_huge_pages(objective.reprojection_errors, 2 * problem.observations);
+    resize_on_huge_pages(objective.weight_errors, problem.observations);
+    return objective;
 }
 
 template <class Real> JacobianWork<Real> prepare_jacobian(const BaProblem& problem) {
     const std::size_t p = problem.observations;
     JacobianWork<Real> work;
-    work.inputs.resize(p * observation_inputs);
+    resize_on_huge_pages(work.inputs, p * observation_inputs);
     if constexpr (!std::is_same_v<Real, double>) {
-        work.params.resize(2 * p);
-        work.weights.resize(p);
+        resize_on_huge_pages(work.params, 2 * p);
+        resize_on_huge_pages(work.weights, p);
     }
     SparseJacobian<Real>& jacobian = work.jacobian;
     jacobian.rows = 3 * p;
     jacobian.columns = problem.jacobian_columns();
-    jacobian.row_starts.resize(jacobian.rows + 1);
-    jacobian.column_indices.resize(nonzeros_per_observation * p);
-    jacobian.values.resize(nonzeros_per_observation * p);
+    resize_on_huge_pages(jacobian.row_starts, jacobian.rows + 1);
+    resize_on_huge_pages(jacobian.column_indices, nonzeros_per_observation * p);
+    resize_on_huge_pages(jacobian.values, nonzeros_per_observation * p);
     return work;
 }
 
