@@ -44,7 +44,7 @@ template <class Real> struct JacobianWork {
     SparseJacobian<Real> jacobian;
 };
 
-/// Seconds spent in each part of compute_jacobian().
+/// Seconds spent in each part of compute_jacobian() (see there).
 struct JacobianPhases {
     double inputs = 0, blocks = 0, structure = 0;
     double total() const { return inputs + blocks + structure; }
@@ -60,11 +60,22 @@ template <class Real>
 void compute_objective(const BaProblem& problem, NativeKernel<Real> kernel, WorkerPool& pool,
                        Objective<Real>& objective);
 
-/// The sparse Jacobian: the backend's inputs assembled (on `pool`), both tapes' Jacobians in
-/// one batched call each (into work.jacobian.values), then the CSR structure (on `pool`).
+/// The sparse Jacobian. One pass on `pool`: each thread writes its share's rows of the CSR
+/// structure, assembles its share's backend inputs and, when the backend allows
+/// (BlockJacobians::weight_in_parts), evaluates its share's weight rows; then the
+/// reprojection blocks of all observations in one batched call (into work.jacobian.values),
+/// and the weight rows in one call where the pass did not. Phases: the pass's parts as its
+/// threads spent them on average, the weight rows counted with the blocks.
 template <class Real>
 JacobianPhases compute_jacobian(const BaProblem& problem, const BlockJacobians& blocks, WorkerPool& pool,
                                 JacobianWork<Real>& work);
+
+/// The CSR structure of observations [first, last) into `jacobian` (sized as prepare_jacobian
+/// sizes it): the row starts and column indices of their rows, and row_starts[3p] when last
+/// is p. Safe from several threads at once for disjoint ranges.
+template <class Real>
+void write_structure(const BaProblem& problem, std::size_t first, std::size_t last,
+                     SparseJacobian<Real>& jacobian);
 
 /// "" when `jacobian`'s shape, row starts and column indices are exactly those above for
 /// `problem`, else what the first difference is.

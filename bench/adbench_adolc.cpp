@@ -68,6 +68,7 @@ public:
     void weight(const Batch<float>&, std::span<float>) const override {
         throw Unsupported("adolc evaluates in double only");
     }
+    bool weight_in_parts() const override { return false; }  // ADOL-C's tapes are global state
     std::string name() const override { return "adolc (scalar, 1 thread)"; }
 
 private:

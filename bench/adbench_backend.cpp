@@ -24,11 +24,12 @@ void check_guards(const Report& report, const char* tape) {
                 " tape recorded (a camera with zero rotation): not supported");
 }
 
-// Two Evaluators of one kind, one per tape.
+// Two Evaluators of one kind, one per tape; weight_in_parts when the weight Evaluator's calls
+// run on the calling thread (Evaluators' const calls may run from several threads at once).
 class EvaluatorBlocks final : public BlockJacobians {
 public:
-    EvaluatorBlocks(std::unique_ptr<Evaluator> reprojection, std::unique_ptr<Evaluator> weight)
-        : reprojection_(std::move(reprojection)), weight_(std::move(weight)) {}
+    EvaluatorBlocks(std::unique_ptr<Evaluator> reprojection, std::unique_ptr<Evaluator> weight, bool in_parts)
+        : reprojection_(std::move(reprojection)), weight_(std::move(weight)), weight_in_parts_(in_parts) {}
 
     void reprojection(const Batch<double>& batch, std::span<double> jacobians) const override {
         check_guards(reprojection_->jacobian(batch, jacobians), "reprojection");
@@ -42,15 +43,13 @@ public:
     void weight(const Batch<float>& batch, std::span<float> derivatives) const override {
         weight_->gradient(batch, derivatives);
     }
+    bool weight_in_parts() const override { return weight_in_parts_; }
     std::string name() const override { return reprojection_->name(); }
 
 private:
     std::unique_ptr<Evaluator> reprojection_, weight_;
+    bool weight_in_parts_;
 };
-
-template <class Make> std::unique_ptr<BlockJacobians> evaluator_blocks(Make make) {
-    return std::make_unique<EvaluatorBlocks>(make(reprojection_tape()), make(weight_error_tape()));
-}
 
 }  // namespace
 
@@ -71,15 +70,21 @@ const Tape& reprojection_tape() {
 std::unique_ptr<BlockJacobians> make_block_jacobians(std::string_view backend, Precision precision,
                                                      unsigned threads) {
     if (backend == "reference")
-        return evaluator_blocks([](const Tape& tape) { return std::make_unique<reference::Vm>(tape); });
-    if (backend == "cpu")
-        return evaluator_blocks([threads](const Tape& tape) {
-            cpu::Options options;
-            options.threads = threads;
-            return std::make_unique<cpu::Vm>(tape, options);
-        });
+        return std::make_unique<EvaluatorBlocks>(std::make_unique<reference::Vm>(reprojection_tape()),
+                                                 std::make_unique<reference::Vm>(weight_error_tape()), true);
+    if (backend == "cpu") {
+        cpu::Options options;
+        options.threads = threads;
+        if (precision == Precision::f64) options.block_lanes = cpu_reprojection_block_lanes;
+        auto reprojection = std::make_unique<cpu::Vm>(reprojection_tape(), options);
+        options.threads = 1;  // called from each of the caller's threads
+        options.block_lanes = 0;
+        return std::make_unique<EvaluatorBlocks>(
+            std::move(reprojection), std::make_unique<cpu::Vm>(weight_error_tape(), options), true);
+    }
     if (backend == "gpu")
-        return evaluator_blocks([](const Tape& tape) { return std::make_unique<gpu::Vm>(tape); });
+        return std::make_unique<EvaluatorBlocks>(std::make_unique<gpu::Vm>(reprojection_tape()),
+                                                 std::make_unique<gpu::Vm>(weight_error_tape()), false);
     if (backend == "adolc") {
         if (precision != Precision::f64) throw Unsupported("adolc evaluates in double only");
 #if TAPEVM_BENCH_ADOLC

@@ -37,6 +37,12 @@ public:
     virtual void weight(const Batch<double>& batch, std::span<double> derivatives) const = 0;
     virtual void weight(const Batch<float>& batch, std::span<float> derivatives) const = 0;
 
+    /// True when weight() may be called from several threads at once, each on its part of
+    /// the observations and evaluating on the thread that calls it (cpu, reference): the
+    /// caller's threads then take the weight rows along with their other work instead of
+    /// waking the backend's threads once more. False: one call for all (gpu, adolc).
+    virtual bool weight_in_parts() const = 0;
+
     /// What evaluates: "cpu (avx2, 2 threads)", "adolc (scalar, 1 thread)".
     virtual std::string name() const = 0;
 };
@@ -44,7 +50,15 @@ public:
 /// The backend names the command accepts, for its help and errors.
 inline constexpr std::string_view backend_names = "cpu, reference, gpu, adolc";
 
-/// The named backend with `threads` worker threads (cpu only; the others use what they use).
+/// Lanes per block of the cpu backend's reprojection Vm in f64 (cpu::Options::block_lanes).
+/// The Vm's own sizing (half of L2 for a block's values and adjoints: about 96 lanes with the
+/// 1 MiB L2 of the 2-core development VM) gave 3-5% slower blocks than 128 there, measured
+/// in one process alternating two Vms (ba1: 1.66-1.69 against 1.57-1.61 ms; ba10: 31.1 against
+/// 29.9 ms); 160 was as fast, 192 between, 256 and 512 slower.
+inline constexpr std::size_t cpu_reprojection_block_lanes = 128;
+
+/// The named backend with `threads` worker threads (cpu only; the others use what they use;
+/// cpu's weight tape runs on the caller's threads, weight_in_parts()).
 /// Throws tapevm::Error for an unknown name, Unsupported for adolc in f32 or in a build
 /// without ADOL-C, DeviceUnavailable for gpu without a device.
 std::unique_ptr<BlockJacobians> make_block_jacobians(std::string_view backend, Precision precision,

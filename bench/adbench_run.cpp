@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "adbench.hpp"
-#include "json_text.hpp"
 #include "adbench_expected.hpp"
 #include "check.hpp"
+#include "json_text.hpp"
 #include "runner.hpp"
 #include "tapevm/error.hpp"
 
@@ -39,6 +39,19 @@ template <class F> Timing timed(unsigned repeats, Progress& progress, F&& f) {
     }
     timing.median = median_of(timing.runs);
     return timing;
+}
+
+// Untimed runs of f right before its timed ones: at least one, and until warm_up_seconds
+// have passed. On the 2-core development VM the first ~40 ms of Jacobian runs after the
+// objective's timing were 1.6x slower than the rest (ba2: 4.1-4.6 ms, then 2.4-2.7, in base
+// and changed code alike; not page faults), which a single warm-up run did not cover.
+constexpr double warm_up_seconds = 0.2;
+
+template <class F> void warm_up(F&& f) {
+    const auto start = Clock::now();
+    do {
+        f();
+    } while (std::chrono::duration<double>(Clock::now() - start).count() < warm_up_seconds);
 }
 
 // Refuses instances whose buffers would not fit in this machine's memory.
@@ -123,15 +136,19 @@ void measure(const BaProblem& problem, const RunOptions& options, Progress& prog
                          as_double(objective.weight_errors), as_double(jacobian.values), result);
     if (!result.passed()) return;  // nothing unchecked is timed
 
-    progress.phase("objective (native-simd)", options.repeats);
-    result.objective =
-        timed(options.repeats, progress, [&] { compute_objective(problem, simd_kernel, pool, objective); });
-    progress.phase("objective (native-scalar)", options.repeats);
-    compute_objective(problem, &native_scalar_primal<Real>, pool, objective);  // its own warm-up
-    result.objective_scalar = timed(options.repeats, progress, [&] {
+    // Each timed function warms up right before its timed runs.
+    const auto simd_objective = [&] { compute_objective(problem, simd_kernel, pool, objective); };
+    const auto scalar_objective = [&] {
         compute_objective(problem, &native_scalar_primal<Real>, pool, objective);
-    });
+    };
+    progress.phase("objective (native-simd)", options.repeats);
+    warm_up(simd_objective);
+    result.objective = timed(options.repeats, progress, simd_objective);
+    progress.phase("objective (native-scalar)", options.repeats);
+    warm_up(scalar_objective);
+    result.objective_scalar = timed(options.repeats, progress, scalar_objective);
     progress.phase("jacobian (" + options.backend + ")", options.repeats);
+    warm_up([&] { compute_jacobian(problem, *blocks, pool, work); });
     std::vector<double> inputs, evaluations, structures;
     result.jacobian = timed(options.repeats, progress, [&] {
         const JacobianPhases phases = compute_jacobian(problem, *blocks, pool, work);

@@ -6,9 +6,10 @@
 //                   weight errors, on `threads` threads
 //   Jacobian time   input assembly + one batched Jacobian call per tape + CSR structure, on
 //                   the same threads (adbench.hpp)
-// Each is the median of `repeats` runs after one warm-up run. The warm-up's results are checked
-// before anything is timed: the CSR structure exactly, a sample of observations against the
-// reference VM, and for test.txt every value against ADBench's expected outputs.
+// Each is the median of `repeats` runs, right after untimed warm-up runs of its own (at least
+// one and 0.2 s). A first run of each is checked before anything is timed: the CSR structure
+// exactly, a sample of observations against the reference VM, and for test.txt every value
+// against ADBench's expected outputs.
 #pragma once
 
 #include <cmath>

@@ -23,7 +23,7 @@ void WorkerPool::share(unsigned index) {
     const std::size_t first = chunks * index / threads() * granularity_;
     const std::size_t last = chunks * (index + 1) / threads() * granularity_;
     const std::size_t end = std::min(last, count_);
-    if (first < end) (*work_)(first, end);
+    if (first < end) (*work_)(index, first, end);
 }
 
 void WorkerPool::worker_loop(unsigned index) {
@@ -46,6 +46,12 @@ void WorkerPool::worker_loop(unsigned index) {
 
 void WorkerPool::run(std::size_t count, std::size_t granularity,
                      const std::function<void(std::size_t, std::size_t)>& work) {
+    run_indexed(count, granularity,
+                [&work](unsigned, std::size_t begin, std::size_t end) { work(begin, end); });
+}
+
+void WorkerPool::run_indexed(std::size_t count, std::size_t granularity,
+                             const std::function<void(unsigned, std::size_t, std::size_t)>& work) {
     {
         const std::lock_guard lock(mutex_);
         work_ = &work;

@@ -25,6 +25,10 @@ public:
     /// are multiples of `granularity` but the last) and returns when all are done.
     void run(std::size_t count, std::size_t granularity,
              const std::function<void(std::size_t, std::size_t)>& work);
+    /// The same with the thread's index (0 = the caller, < threads()) as work's first
+    /// argument, for work that keeps a record per thread.
+    void run_indexed(std::size_t count, std::size_t granularity,
+                     const std::function<void(unsigned, std::size_t, std::size_t)>& work);
 
 private:
     void share(unsigned index);
@@ -33,7 +37,7 @@ private:
     std::vector<std::thread> workers_;
     std::mutex mutex_;
     std::condition_variable wake_, done_;
-    const std::function<void(std::size_t, std::size_t)>* work_ = nullptr;
+    const std::function<void(unsigned, std::size_t, std::size_t)>* work_ = nullptr;
     std::size_t count_ = 0, granularity_ = 1;
     unsigned long generation_ = 0;
     unsigned pending_ = 0;

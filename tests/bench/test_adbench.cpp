@@ -128,6 +128,42 @@ TEST_CASE("the CSR of a tiny instance: shape and structure as written out by han
     CHECK(check_structure(problem, wrong) == "row_starts[9] = 122, expected 121");
 }
 
+TEST_CASE("the CSR structure written in pieces of any size, from any observation, is exact") {
+    BaFile file = read_ba_file(data_folder + "/test.txt");
+    file.observations = 1001;
+    file.points = 37;
+    file.cameras = 5;
+    const BaProblem problem = replicate(file);
+    for (const std::size_t piece :
+         {std::size_t{1}, std::size_t{3}, std::size_t{64}, std::size_t{333}, std::size_t{1001}}) {
+        CAPTURE(piece);
+        JacobianWork<double> work = prepare_jacobian<double>(problem);
+        // Pieces written last to first, the odd ones starting at odd observations.
+        std::vector<std::size_t> starts;
+        for (std::size_t first = 0; first < problem.observations; first += piece) starts.push_back(first);
+        for (auto first = starts.rbegin(); first != starts.rend(); ++first)
+            write_structure(problem, *first, std::min(*first + piece, problem.observations), work.jacobian);
+        CHECK(check_structure(problem, work.jacobian) == "");
+    }
+}
+
+TEST_CASE("an observation off the recorded branch (a zero rotation) is an error that names it") {
+    BaFile file = read_ba_file(data_folder + "/test.txt");
+    file.observations = 1001;
+    file.cameras = 2;
+    BaProblem problem = replicate(file);
+    for (std::size_t i = 0; i < 3; ++i) problem.camera_values[11 + i] = 0;  // camera 1: no rotation
+    for (std::size_t k = 0; k < problem.observations; ++k) problem.observation_camera[k] = 0;
+    problem.observation_camera[700] = 1;
+    problem.observation_camera[900] = 1;
+    for (const std::string backend : {"cpu", "reference"}) {
+        CAPTURE(backend);
+        CHECK_THROWS_WITH_AS(jacobian_of<double>(problem, backend, Precision::f64, 2),
+                             doctest::Contains("observation 700 (and 1 more) leaves the branch"),
+                             tapevm::Error);
+    }
+}
+
 TEST_CASE("the CSR values: the reference VM's blocks per observation, -2w in the weight rows") {
     const BaProblem problem = tiny_problem();
     const JacobianWork<double> work = jacobian_of<double>(problem, "cpu", Precision::f64, 2);
