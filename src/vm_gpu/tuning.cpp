@@ -22,6 +22,8 @@ std::size_t whole_number(const char* name, std::size_t fallback, std::size_t low
     return static_cast<std::size_t>(value);
 }
 
+}  // namespace
+
 Tuning read_tuning() {
     Tuning tuning;
     if (const char* text = std::getenv("TAPEVM_GPU_INTERPRETER"); text != nullptr && *text != '\0') {
@@ -37,8 +39,6 @@ Tuning read_tuning() {
     tuning.pipeline_stats = whole_number("TAPEVM_GPU_PIPELINE_STATS", 0, 0, 1) == 1;
     return tuning;
 }
-
-}  // namespace
 
 const Tuning& tuning() {
     static const Tuning value = read_tuning();

@@ -27,5 +27,7 @@ struct Tuning {
 
 /// The environment's tuning, read at the first call.
 const Tuning& tuning();
+/// The environment's tuning as it is now (what tuning() read once).
+Tuning read_tuning();
 
 }  // namespace tapevm::gpu::detail

@@ -1,12 +1,16 @@
 // Devices: listing, selection by TAPEVM_DEVICE / Options::device (index, name, bad values),
 // chunk planning, validation.
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <doctest/doctest.h>
 
 #include "chunking.hpp"
 #include "context.hpp"
 #include "kernels.hpp"
+#include "tuning.hpp"
 #include "gpu_support.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
@@ -197,6 +201,50 @@ TEST_CASE("the program buffer carries each op's number of slot operands") {
         CHECK(program[k][2] == ins.b);  // Powi: the exponent, untouched
         CHECK(program[k][3] == ins.c);
     }
+}
+
+TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in the error") {
+    const char* names[] = {"TAPEVM_GPU_INTERPRETER", "TAPEVM_GPU_WORKGROUP", "TAPEVM_GPU_CHUNK_POINTS",
+                           "TAPEVM_GPU_PIPELINE_STATS"};
+    std::vector<std::string> saved;
+    for (const char* name : names) {
+        const char* value = std::getenv(name);
+        saved.emplace_back(value == nullptr ? "" : value);
+        unsetenv(name);
+    }
+    const auto defaults = gpu::detail::read_tuning();
+    CHECK(defaults.compact);
+    CHECK(defaults.workgroup_size == 64);
+    CHECK(defaults.chunk_points == 0);
+    CHECK(!defaults.pipeline_stats);
+    setenv("TAPEVM_GPU_INTERPRETER", "slots", 1);
+    setenv("TAPEVM_GPU_WORKGROUP", "256", 1);
+    setenv("TAPEVM_GPU_CHUNK_POINTS", "1000", 1);
+    const auto set = gpu::detail::read_tuning();
+    CHECK(!set.compact);
+    CHECK(set.workgroup_size == 256);
+    CHECK(set.chunk_points == 1000);
+    const std::pair<const char*, const char*> bad[] = {{"TAPEVM_GPU_INTERPRETER", "fast"},
+                                                       {"TAPEVM_GPU_WORKGROUP", "48"},
+                                                       {"TAPEVM_GPU_WORKGROUP", "2048"},
+                                                       {"TAPEVM_GPU_CHUNK_POINTS", "-5"},
+                                                       {"TAPEVM_GPU_PIPELINE_STATS", "yes"}};
+    for (const auto& entry : bad) {
+        const char* name = entry.first;
+        const char* value = entry.second;
+        CAPTURE(name);
+        CAPTURE(value);
+        const std::string before = std::getenv(name) == nullptr ? "" : std::getenv(name);
+        setenv(name, value, 1);
+        try {
+            (void)gpu::detail::read_tuning();
+            FAIL("no error");
+        } catch (const Error& error) {
+            CHECK(std::string(error.what()).find(name) != std::string::npos);
+        }
+        setenv(name, before.c_str(), 1);
+    }
+    for (std::size_t k = 0; k < saved.size(); ++k) setenv(names[k], saved[k].c_str(), 1);
 }
 
 TEST_CASE("chunk sizes of a Vm stay within the device's storage-buffer range") {
