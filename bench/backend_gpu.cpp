@@ -2,7 +2,8 @@
 // allocates the results on the device; run() is one evaluation whose results stay there (as
 // JAX's figures are measured); result() downloads. The GPU time of the last run, split into
 // compute and transfers, is Vm::last_timing(). make_gpu_end_to_end_runner() measures the
-// host-span path instead (uploads and downloads inside the clock).
+// host-span path instead (uploads and downloads inside the clock). Backends "compiled" and
+// "compiled-e2e" are the same with the tape compiler (gpu::Engine::compiled), compiled before timing.
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,7 +19,13 @@ namespace {
 
 template <class Real> class GpuRunner final : public Runner {
 public:
-    GpuRunner(std::unique_ptr<gpu::Vm> vm, Mode mode) : vm_(std::move(vm)), mode_(mode) {}
+    GpuRunner(std::unique_ptr<gpu::Vm> vm, Mode mode) : vm_(std::move(vm)), mode_(mode) {
+        if (vm_->engine() == gpu::Engine::compiled) {
+            // Compile before timing (what compiling takes is `tapevm inspect --plan --compile`'s).
+            const gpu::CompilePlan plan = vm_->compile_plan<Real>(mode_name(mode_));
+            engine_ = plan.compiled ? "compiled " : "compiled->interpreter ";
+        }
+    }
 
     void prepare(const Points& points) override {
         points_ = points.count;
@@ -52,7 +59,7 @@ public:
     }
 
     Mode mode() const override { return mode_; }
-    std::string isa() const override { return sizeof(Real) == 8 ? "spirv f64" : "spirv f32"; }
+    std::string isa() const override { return engine_ + (sizeof(Real) == 8 ? "spirv f64" : "spirv f32"); }
     std::string device() const override { return vm_->device().name; }
     unsigned threads() const override { return 1; }
 
@@ -62,13 +69,18 @@ private:
     std::size_t points_ = 0;
     gpu::Buffer<Real> inputs_, params_, results_;
     bool has_params_ = false;
+    std::string engine_;
     mutable std::vector<Real> downloaded_;
 };
 
-}  // namespace
+gpu::Options engine_options(gpu::Engine engine) {
+    gpu::Options options;
+    options.engine = engine;
+    return options;
+}
 
-std::unique_ptr<Runner> make_gpu_runner(const Problem& problem) {
-    auto vm = std::make_unique<gpu::Vm>(problem.workload->tape);
+std::unique_ptr<Runner> gpu_runner(const Problem& problem, gpu::Engine engine) {
+    auto vm = std::make_unique<gpu::Vm>(problem.workload->tape, engine_options(engine));
     if (problem.precision == Precision::f64) {
         if (!vm->device().float64) throw Unsupported("gpu: the device has no shaderFloat64");
         return std::make_unique<GpuRunner<double>>(std::move(vm), problem.mode);
@@ -76,10 +88,22 @@ std::unique_ptr<Runner> make_gpu_runner(const Problem& problem) {
     return std::make_unique<GpuRunner<float>>(std::move(vm), problem.mode);
 }
 
-std::unique_ptr<Runner> make_gpu_end_to_end_runner(const Problem& problem) {
-    auto vm = std::make_unique<gpu::Vm>(problem.workload->tape);
+std::unique_ptr<Runner> gpu_end_to_end_runner(const Problem& problem, gpu::Engine engine) {
+    auto vm = std::make_unique<gpu::Vm>(problem.workload->tape, engine_options(engine));
     const std::string device = vm->device().name;
-    return make_evaluator_runner(std::move(vm), problem, "spirv end-to-end (" + device + ")", 1);
+    const std::string what = engine == gpu::Engine::compiled ? "compiled spirv" : "spirv";
+    return make_evaluator_runner(std::move(vm), problem, what + " end-to-end (" + device + ")", 1);
+}
+
+}  // namespace
+
+std::unique_ptr<Runner> make_gpu_runner(const Problem& problem) { return gpu_runner(problem, gpu::Engine::interpreter); }
+std::unique_ptr<Runner> make_gpu_end_to_end_runner(const Problem& problem) {
+    return gpu_end_to_end_runner(problem, gpu::Engine::interpreter);
+}
+std::unique_ptr<Runner> make_compiled_runner(const Problem& problem) { return gpu_runner(problem, gpu::Engine::compiled); }
+std::unique_ptr<Runner> make_compiled_end_to_end_runner(const Problem& problem) {
+    return gpu_end_to_end_runner(problem, gpu::Engine::compiled);
 }
 
 }  // namespace tapevm::bench

@@ -37,6 +37,8 @@ std::unique_ptr<Runner> make_reference_runner(const Problem& problem);
 std::unique_ptr<Runner> make_cpu_runner(const Problem& problem);
 std::unique_ptr<Runner> make_gpu_runner(const Problem& problem);
 std::unique_ptr<Runner> make_gpu_end_to_end_runner(const Problem& problem);
+std::unique_ptr<Runner> make_compiled_runner(const Problem& problem);
+std::unique_ptr<Runner> make_compiled_end_to_end_runner(const Problem& problem);
 std::unique_ptr<Runner> make_native_scalar_runner(const Problem& problem);
 std::unique_ptr<Runner> make_native_simd_runner(const Problem& problem);
 std::unique_ptr<Runner> make_adolc_runner(const Problem& problem);

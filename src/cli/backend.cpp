@@ -13,7 +13,8 @@ Backend parse_backend(std::string_view name) {
     if (name == "reference") return Backend::reference;
     if (name == "cpu") return Backend::cpu;
     if (name == "gpu") return Backend::gpu;
-    throw UsageError("unknown backend '" + std::string(name) + "' (known: reference, cpu, gpu)");
+    if (name == "compiled") return Backend::compiled;
+    throw UsageError("unknown backend '" + std::string(name) + "' (known: reference, cpu, gpu, compiled)");
 }
 
 Precision parse_precision(std::string_view name) {
@@ -30,9 +31,11 @@ std::unique_ptr<Evaluator> make_evaluator(Backend backend, Tape tape, const Back
             cpu_options.threads = options.threads;
             return std::make_unique<cpu::Vm>(std::move(tape), cpu_options);
         }
-        case Backend::gpu: {
+        case Backend::gpu:
+        case Backend::compiled: {
             gpu::Options gpu_options;
             gpu_options.device = options.device;
+            if (backend == Backend::compiled) gpu_options.engine = gpu::Engine::compiled;
             return std::make_unique<gpu::Vm>(std::move(tape), gpu_options);
         }
     }

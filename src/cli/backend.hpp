@@ -1,7 +1,8 @@
 // The evaluation backends and precisions the command line can name, and the one place that
 // turns a backend name into an Evaluator.
 //
-// The command line knows the names "reference", "cpu" and "gpu". A backend this build lacks
+// The command line knows the names "reference", "cpu", "gpu" (the GPU interpreter) and
+// "compiled" (the GPU VM with the tape compiler, gpu::Engine::compiled). A backend this build lacks
 // is an error (exit 2) rather than a silent fallback to the reference. When a backend lands,
 // add it to Backend, to parse_backend() and to make_evaluator().
 #pragma once
@@ -15,7 +16,7 @@
 
 namespace tapevm::cli {
 
-enum class Backend { reference, cpu, gpu };
+enum class Backend { reference, cpu, gpu, compiled };
 enum class Precision { f64, f32 };
 
 /// Settings a backend may take from the command line.

@@ -13,7 +13,7 @@ namespace tapevm::cli {
 namespace {
 
 constexpr std::string_view help = R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian
-                   [--params P.csv] [--backend reference|cpu|gpu] [--precision f64|f32]
+                   [--params P.csv] [--backend reference|cpu|gpu|compiled] [--precision f64|f32]
                    [--threads N]
 
 Evaluates the tape in FILE at every point of X.csv (one point per line, the tape's inputs
@@ -26,7 +26,8 @@ options:
   --inputs X.csv     the points, one per line
   --mode MODE        forward, gradient (tapes with one output) or jacobian
   --params P.csv     the tape's parameters: one line per point, or one line for all points
-  --backend NAME     reference (default), cpu (the SIMD CPU VM) or gpu
+  --backend NAME     reference (default), cpu (the SIMD CPU VM), gpu (the GPU interpreter)
+                     or compiled (the GPU VM running kernels compiled from the tape)
   --precision NAME   f64 (default) or f32
   --threads N        threads of the cpu backend (default 0: all hardware threads)
 )";

@@ -1,30 +1,116 @@
-// tapevm inspect: print a .tape file's counts and instructions.
+// tapevm inspect: print a .tape file's counts and instructions, the GLSL the tape compiler
+// generates for it, or what the GPU VM's compiled engine would run for each mode.
+#include <cstdio>
+
 #include "arguments.hpp"
+#include "backend.hpp"
 #include "commands.hpp"
 #include "files.hpp"
+#include "tapevm/gpu.hpp"
 
 namespace tapevm::cli {
 namespace {
 
 constexpr std::string_view help = R"(usage: tapevm inspect FILE
+       tapevm inspect FILE --glsl MODE [--precision f32|f64]
+       tapevm inspect FILE --plan [--precision f32|f64] [--compile] [--device D]
 
 Prints the counts of the .tape file FILE (inputs, parameters, outputs, instructions,
 constants, guards) and its instructions, one per line, then its outputs and guards.
+
+options:
+  --glsl MODE       print instead the GLSL compute kernel the tape compiler generates for
+                    MODE: forward, gradient, jacobian, jvp, vjp, hvp or value_and_gradient
+  --plan            print instead, for every mode, what the GPU VM's compiled engine runs:
+                    the compiled kernel and its size, or the interpreter and why (a kernel
+                    over TAPEVM_GPU_COMPILE_LIMIT statements falls back to the interpreter)
+  --compile         with --plan: also compile each kernel on the GPU device and print what
+                    it took (generating the GLSL, glslang, the driver's pipeline) and whether
+                    the SPIR-V came from the cache
+  --device D        the device for --compile (index or name substring)
+  --precision NAME  f32 (default) or f64
 )";
 
-constexpr OptionSpec options[] = {{"--help", false}};
+constexpr OptionSpec options[] = {{"--glsl", true},      {"--plan", false},   {"--compile", false},
+                                  {"--precision", true}, {"--device", true}, {"--help", false}};
+
+constexpr std::string_view modes[] = {"forward", "gradient", "jacobian", "jvp", "vjp", "hvp", "value_and_gradient"};
+
+std::string milliseconds(double seconds) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2f ms", seconds * 1e3);
+    return text;
+}
+
+template <class Real> void print_compiled_plans(const Tape& tape, const std::string& device, std::ostream& out) {
+    gpu::Options options;
+    options.device = device;
+    options.engine = gpu::Engine::compiled;
+    const gpu::Vm vm(tape, options);
+    out << "device: " << vm.device().name << "\n";
+    for (const std::string_view mode : modes) {
+        if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
+        const gpu::CompilePlan plan = vm.compile_plan<Real>(mode);
+        out << mode << ": ";
+        if (!plan.compiled) {
+            out << "interpreter (" << plan.reason << ")\n";
+            continue;
+        }
+        out << "compiled, " << plan.statements << " statements; generate " << milliseconds(plan.generate_s)
+            << ", glslang " << (plan.spirv_from_cache ? "cached" : milliseconds(plan.glslang_s)) << ", pipeline "
+            << milliseconds(plan.pipeline_s) << ", total "
+            << milliseconds(plan.generate_s + plan.glslang_s + plan.pipeline_s) << "\n";
+    }
+}
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&) {
     const Arguments arguments = parse_arguments("inspect", args, options);
     if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(1, 1, "a tape file: tapevm inspect FILE");
+    const bool double_precision = parse_precision(arguments.value("--precision").value_or("f32")) == Precision::f64;
+    if (arguments.has("--compile") && !arguments.has("--plan")) throw UsageError("inspect: --compile needs --plan");
+    if (arguments.has("--device") && !arguments.has("--compile")) throw UsageError("inspect: --device needs --compile");
+    if (arguments.has("--glsl") && arguments.has("--plan")) throw UsageError("inspect: give --glsl or --plan, not both");
     const Tape tape = read_tape_file(arguments.positional().front());
+    if (const auto mode = arguments.value("--glsl")) {
+        bool known = false;
+        for (const std::string_view name : modes) known = known || name == *mode;
+        if (!known)
+            throw UsageError("inspect: unknown mode '" + std::string(*mode) +
+                             "' (known: forward, gradient, jacobian, jvp, vjp, hvp, value_and_gradient)");
+        if ((*mode == "gradient" || *mode == "value_and_gradient") && tape.output_count() != 1)
+            throw UsageError("inspect: " + std::string(*mode) + " needs a tape with one output; this one has " +
+                             std::to_string(tape.output_count()));
+        out << gpu::generated_glsl(tape, *mode, double_precision);
+        return 0;
+    }
+    if (arguments.has("--plan")) {
+        if (arguments.has("--compile")) {
+            const std::string device(arguments.value("--device").value_or(""));
+            if (double_precision) print_compiled_plans<double>(tape, device, out);
+            else print_compiled_plans<float>(tape, device, out);
+            return 0;
+        }
+        out << "compiled engine, " << (double_precision ? "f64" : "f32") << ", limit "
+            << "TAPEVM_GPU_COMPILE_LIMIT statements per kernel:\n";
+        for (const std::string_view mode : modes) {
+            if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
+            const gpu::CompilePlan plan = gpu::planned_compile(tape, mode, double_precision);
+            out << mode << ": "
+                << (plan.compiled ? "compiled, " + std::to_string(plan.statements) + " statements"
+                                  : "interpreter (" + plan.reason + ")")
+                << "\n";
+        }
+        return 0;
+    }
     out << tape.dump();
     return 0;
 }
 
 }  // namespace
 
-Command inspect_command() { return {"inspect", "print a .tape file's counts and instructions", help, run}; }
+Command inspect_command() {
+    return {"inspect", "print a .tape file's counts and instructions, generated GLSL or compile plan", help, run};
+}
 
 }  // namespace tapevm::cli

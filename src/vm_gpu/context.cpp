@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -262,10 +263,23 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         }
         device_ = vk::raii::Device(physical, device_info);
         queue_ = device_.getQueue(queue_family_, 0);
-        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical), statistics);
+        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical), statistics,
+                                             pipeline_cache_key(physical.getProperties()));
     } catch (...) {
         rethrow_setup_error(what);
     }
+}
+
+std::string pipeline_cache_key(const vk::PhysicalDeviceProperties& properties) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%04x-%04x-%08x-", properties.vendorID, properties.deviceID,
+                  properties.driverVersion);
+    std::string key = text;
+    for (const std::uint8_t byte : properties.pipelineCacheUUID) {
+        std::snprintf(text, sizeof text, "%02x", byte);
+        key += text;
+    }
+    return key;
 }
 
 Device::~Device() {

@@ -50,6 +50,10 @@ DeviceInfo describe(const vk::raii::PhysicalDevice& device, std::size_t index);
 /// devices there are.
 std::size_t select_device(const std::vector<DeviceInfo>& devices, const std::string& selector);
 
+/// Names the device and its driver version for the on-disk pipeline cache:
+/// vendor-device-driverVersion-pipelineCacheUUID in hex.
+std::string pipeline_cache_key(const vk::PhysicalDeviceProperties& properties);
+
 /// True when TAPEVM_VULKAN_VALIDATION=1 (or `requested`).
 bool validation_requested(bool requested);
 

@@ -9,7 +9,9 @@ tangent from that op's partials (the zero-absorbing rule), and each op's value a
 FORMULAS are then evaluated with those primitives. This file emits the same thing in GLSL:
 
     struct Dual { REAL v; REAL t; };
-    Dual td_value(uint op, Dual a, Dual b, Dual c, int n)
+    Dual td_value_<name>(Dual a, Dual b, Dual c, int n)          (one per op)
+    void td_partials_<name>(Dual a, Dual b, Dual c, int n, Dual r, out Dual d0, out Dual d1, out Dual d2)
+    Dual td_value(uint op, Dual a, Dual b, Dual c, int n)        (dispatchers over them)
     uint td_partials(uint op, Dual a, Dual b, Dual c, int n, Dual r, out Dual d0, out Dual d1, out Dual d2)
 
 The primitives call the generated scalar dispatchers of shaders/lib's ops.glsl (tv_value,
@@ -178,27 +180,35 @@ def generate(table, gen_ops):
     partials = ["uint td_partials(uint op, Dual a, Dual b, Dual c, int n, Dual r, out Dual d0, out Dual d1,",
                 "                 out Dual d2) {",
                 "    d0 = td_const(REAL(0));", "    d1 = d0;", "    d2 = d0;", "    switch (op) {"]
+    # One function per op (what the tape compiler's hvp kernels call, with the op known), and
+    # the dispatchers over them (what the interpreter's hvp kernel calls).
+    functions = ["// Per op: td_value_<name>(a, b, c, n) and td_partials_<name>(a, b, c, n, r, d0, d1, d2)",
+                 "// (every op takes three operands and the exponent; unused ones are ignored)."]
     for op in table.OPS:
         if table.LEAF in op["flags"]:
             continue
+        name = op["name"].lower()
         const = f"TV_OP_{op['name'].upper()}"
         operands = {"a", "b", "c"}
-        values.append(f"        case {const}: return {DualEmitter(op, operands).emit(op['value'])};")
+        functions += [f"Dual td_value_{name}(Dual a, Dual b, Dual c, int n) {{",
+                      f"    return {DualEmitter(op, operands).emit(op['value'])};", "}"]
+        values.append(f"        case {const}: return td_value_{name}(a, b, c, n);")
         if all(p.strip() == "0" for p in op["partials"]):
             continue  # Formula::has_partials is false: Sweeps::partials reports none
         names = operands | {"r"}
-        body = [f"        case {const}: {{"]
+        body = [f"void td_partials_{name}(Dual a, Dual b, Dual c, int n, Dual r, out Dual d0, out Dual d1, out Dual d2) {{",
+                "    d0 = td_const(REAL(0));", "    d1 = d0;", "    d2 = d0;"]
         for let_name, let_source in op["lets"]:
-            body.append(f"            Dual {let_name} = {DualEmitter(op, set(names)).emit(let_source)};")
+            body.append(f"    Dual {let_name} = {DualEmitter(op, set(names)).emit(let_source)};")
             names.add(let_name)
         emitter = DualEmitter(op, names)
         for index, source in enumerate(op["partials"]):
-            body.append(f"            d{index} = {emitter.emit(source)};")
-        body += [f"            return {len(op['partials'])}u;", "        }"]
-        partials += body
+            body.append(f"    d{index} = {emitter.emit(source)};")
+        functions += body + ["}"]
+        partials.append(f"        case {const}: td_partials_{name}(a, b, c, n, r, d0, d1, d2); return {len(op['partials'])}u;")
     values += ["    }", "    return td_const(REAL(0));", "}", ""]
     partials += ["    }", "    return 0u;", "}", ""]
-    return "\n".join(lines + values + partials)
+    return "\n".join(lines + functions + [""] + values + partials)
 
 
 def main():

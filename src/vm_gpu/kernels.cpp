@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "disk_cache.hpp"
 #include "errors.hpp"
 #include "tapevm/error.hpp"
 #include "tuning.hpp"
@@ -73,11 +74,13 @@ const char* kernel_name(Kernel kernel) {
     return "?";
 }
 
-Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics)
+Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics,
+                 std::string cache_key)
     : device_(device),
       float64_(float64),
       statistics_(statistics),
-      denorm_widths_{denorm_preserve_widths(controls, false), denorm_preserve_widths(controls, true)} {
+      denorm_widths_{denorm_preserve_widths(controls, false), denorm_preserve_widths(controls, true)},
+      cache_key_(std::move(cache_key)) {
     try {
         std::array<vk::DescriptorSetLayoutBinding, binding_count> bindings;
         for (std::uint32_t b = 0; b < binding_count; ++b) {
@@ -100,25 +103,70 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
     auto& slot = pipelines_[static_cast<std::size_t>(kernel) * 2 + (double_precision ? 1 : 0)];
     if (slot) return *slot;
     try {
-        // The embedded module with the DenormPreserve modes this device allows.
-        const auto code = with_denorm_preserve(embedded_spirv(kernel, double_precision),
-                                               denorm_widths_[double_precision ? 1 : 0]);
-        const vk::raii::ShaderModule module(
-            device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
-        const std::uint32_t group = workgroup_size();
-        const vk::SpecializationMapEntry local_size(0, 0, sizeof(group));
-        const vk::SpecializationInfo specialization(1, &local_size, sizeof(group), &group);
-        const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
-                                                      &specialization);
-        const vk::PipelineCreateFlags flags =
-            statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
-        slot.emplace(device_, nullptr, vk::ComputePipelineCreateInfo(flags, stage, *layout_));
+        slot.emplace(make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr));
     } catch (...) {
         rethrow_setup_error(std::string("gpu::Kernels: cannot create the ") + kernel_name(kernel) + " (" +
                             (double_precision ? "double" : "float") + ") pipeline");
     }
     if (statistics_) print_statistics(*slot, std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32"));
     return *slot;
+}
+
+Kernels::~Kernels() = default;
+
+vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+                                          const vk::raii::PipelineCache* cache) const {
+    // The module with the DenormPreserve modes this device allows.
+    const auto code = with_denorm_preserve(spirv, denorm_widths_[double_precision ? 1 : 0]);
+    const vk::raii::ShaderModule module(
+        device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
+    const std::uint32_t group = workgroup_size();
+    const vk::SpecializationMapEntry local_size(0, 0, sizeof(group));
+    const vk::SpecializationInfo specialization(1, &local_size, sizeof(group), &group);
+    const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
+                                                  &specialization);
+    const vk::PipelineCreateFlags flags =
+        statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
+    return vk::raii::Pipeline(device_, cache != nullptr ? vk::Optional<const vk::raii::PipelineCache>(*cache) : nullptr,
+                              vk::ComputePipelineCreateInfo(flags, stage, *layout_));
+}
+
+vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+                                            const std::string& name) {
+    if (double_precision && !float64_) {
+        throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
+    }
+    const DiskCache disk(default_cache_folder());
+    if (!cache_) {
+        // The driver checks the blob's header (vendor, device, cache UUID) and ignores one
+        // that is not its own; the disk cache has checked its integrity before.
+        std::vector<std::byte> blob;
+        if (auto stored = disk.load("pipeline-cache-" + cache_key_)) blob = std::move(*stored);
+        try {
+            cache_.emplace(device_, vk::PipelineCacheCreateInfo({}, blob.size(), blob.data()));
+        } catch (const vk::Error&) {  // a blob the driver rejects: start empty
+            cache_.emplace(device_, vk::PipelineCacheCreateInfo());
+        }
+    }
+    std::optional<vk::raii::Pipeline> pipeline;
+    try {
+        pipeline.emplace(make_pipeline(spirv, double_precision, &*cache_));
+    } catch (...) {
+        rethrow_setup_error("gpu: cannot create the " + name + " (" + (double_precision ? "double" : "float") +
+                            ") pipeline");
+    }
+    if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
+    save_pipeline_cache();
+    return std::move(*pipeline);
+}
+
+void Kernels::save_pipeline_cache() const {
+    try {
+        const std::vector<std::uint8_t> blob = cache_->getData();
+        DiskCache(default_cache_folder())
+            .store("pipeline-cache-" + cache_key_, std::as_bytes(std::span<const std::uint8_t>(blob)));
+    } catch (const vk::Error&) {  // best effort: the cache is an optimisation
+    }
 }
 
 void Kernels::print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const {

@@ -61,15 +61,28 @@ public:
     /// the kernels ask to preserve (float_controls.hpp).
     /// `statistics`: the device has VK_KHR_pipeline_executable_properties enabled, and each
     /// pipeline's statistics are printed to stderr when created (TAPEVM_GPU_PIPELINE_STATS).
-    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics);
+    /// `cache_key`: names the device and its driver version; the pipeline cache of compiled
+    /// kernels is kept on disk under it.
+    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics,
+            std::string cache_key);
+    ~Kernels();
 
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
     const vk::raii::PipelineLayout& layout() const { return layout_; }
     /// The pipeline of `kernel` in double or float; created on first use (the caller holds
     /// the device's mutex). Throws Unsupported for double on a device without shaderFloat64.
     const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision);
+    /// A pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp), with the
+    /// interpreter's layout, workgroup size and DenormPreserve patch, through the device's
+    /// pipeline cache, which is loaded from and saved to the disk cache (disk_cache.hpp).
+    /// The caller holds the device's mutex.
+    vk::raii::Pipeline create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+                                       const std::string& name);
 
 private:
+    vk::raii::Pipeline make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+                                     const vk::raii::PipelineCache* cache) const;
+    void save_pipeline_cache() const;
     void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
 
     const vk::raii::Device& device_;
@@ -79,6 +92,8 @@ private:
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
     std::array<std::optional<vk::raii::Pipeline>, 2 * kernel_count> pipelines_;
+    std::string cache_key_;
+    std::optional<vk::raii::PipelineCache> cache_;  // compiled kernels', created on first use
 };
 
 }  // namespace tapevm::gpu::detail

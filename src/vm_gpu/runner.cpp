@@ -60,6 +60,7 @@ const CompactProgram* Runner::compact(const Call& call) const {
 }
 
 std::uint64_t Runner::work_values_per_lane(const Call& call) const {
+    if (call.compiled != nullptr) return 0;
     if (const CompactProgram* program = compact(call))
         return program->value_count + std::uint64_t{call.directions} * program->adjoint_count;
     return std::uint64_t{call.planes} * tape_.slot_count();
@@ -84,7 +85,7 @@ std::vector<Runner::Segment> Runner::segments(const Call& call) const {
     // slot-order one runs the slots downwards.
     const std::uint32_t forward_length = tape_.slot_count();
     const std::uint32_t reverse_length = program != nullptr ? program->reverse_count : tape_.slot_count();
-    const std::uint32_t step = segment_slots(call);
+    const std::uint32_t step = call.compiled != nullptr ? std::numeric_limits<std::uint32_t>::max() : segment_slots(call);
     if (forward_length <= step && (!reverse || reverse_length <= step)) return {{0, forward_length, all}};
     std::vector<Segment> segments;
     for (std::uint32_t begin = 0; begin < forward_length; begin += step) {
@@ -280,7 +281,8 @@ Report Runner::run(const Call& call, Timing& timing) {
     device_->check_alive();
     Report report;
     if (call.points == 0) return report;
-    (void)device_->kernels().pipeline(kernel(call), call.double_precision);  // Unsupported before any work
+    if (call.compiled == nullptr)
+        (void)device_->kernels().pipeline(kernel(call), call.double_precision);  // Unsupported before any work
 
     // Plan the chunk size; when memory runs out, halve it down to one workgroup.
     std::size_t lanes = this->lanes(call);
@@ -363,7 +365,14 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
             vk::DescriptorBufferInfo(slot.io.buffer(), sections.offset[4], sections.bytes[4]);
     }
     infos[binding_flags] = vk::DescriptorBufferInfo(slot.io.buffer(), sections.offset[5], sections.bytes[5]);
-    infos[binding_work] = vk::DescriptorBufferInfo(slot.work.buffer(), 0, VK_WHOLE_SIZE);
+    if (call.device_values != nullptr) {
+        const std::uint64_t row = std::uint64_t{tape_.output_count()} * element;
+        infos[binding_work] = vk::DescriptorBufferInfo(call.device_values->buffer(), first * row, count * row);
+    } else if (call.compiled != nullptr) {
+        infos[binding_work] = vk::DescriptorBufferInfo(dummy_.buffer(), 0, VK_WHOLE_SIZE);
+    } else {
+        infos[binding_work] = vk::DescriptorBufferInfo(slot.work.buffer(), 0, VK_WHOLE_SIZE);
+    }
     const CompactProgram* program = compact(call);
     const DeviceBuffer& program_buffer =
         program == nullptr ? program_
@@ -413,7 +422,8 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
         if (timed) command.writeTimestamp(vk::PipelineStageFlagBits::eAllCommands, *slot.queries, 1);
         const auto& kernels = device_->kernels();
         command.bindPipeline(vk::PipelineBindPoint::eCompute,
-                             *device_->kernels().pipeline(kernel(call), call.double_precision));
+                             call.compiled != nullptr ? **call.compiled
+                                                      : *device_->kernels().pipeline(kernel(call), call.double_precision));
         command.bindDescriptorSets(vk::PipelineBindPoint::eCompute, *kernels.layout(), 0, *slot.set, {});
         const auto groups = static_cast<std::uint32_t>((count + workgroup_size() - 1) / workgroup_size());
         for (const Segment& segment : segments(call)) {

@@ -46,6 +46,11 @@ struct Call {
     void* host_results = nullptr;  // row-major [points][result_width], or
     const DeviceBuffer* device_results = nullptr;
     std::uint32_t result_width = 0;
+    /// A compiled kernel (compiler.hpp) that replaces `kernel`: one dispatch per chunk, no
+    /// work buffer. Null: the interpreter.
+    const vk::raii::Pipeline* compiled = nullptr;
+    /// Compiled reverse kernels that write the outputs' values too: [points][m] on the device.
+    const DeviceBuffer* device_values = nullptr;
 };
 
 struct Timing {

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <type_traits>
 
+#include "codegen.hpp"
+#include "compiler.hpp"
 #include "context.hpp"
 #include "errors.hpp"
 #include "memory.hpp"
@@ -37,6 +39,7 @@ struct Vm::Impl {
     Options options;
     std::shared_ptr<detail::Device> device;
     std::unique_ptr<detail::Runner> runner;
+    std::unique_ptr<detail::CompiledKernels> compiled;  // Engine::compiled only
 };
 
 namespace {
@@ -47,7 +50,7 @@ using detail::Operand;
 
 thread_local Vm::Timing last_call_timing;
 
-enum class Mode { forward, gradient, jacobian_forward, jacobian_reverse, jvp, vjp, hvp };
+enum class Mode { forward, gradient, jacobian_forward, jacobian_reverse, jvp, vjp, hvp, value_and_gradient };
 
 // The call of `mode` without its operands.
 template <class Real> Call plan(const Tape& tape, Mode mode, std::size_t points) {
@@ -64,6 +67,7 @@ template <class Real> Call plan(const Tape& tape, Mode mode, std::size_t points)
             call.result_width = m;
             break;
         case Mode::gradient:
+        case Mode::value_and_gradient:
             call.kernel = Kernel::reverse, call.planes = 2, call.directions = 1, call.result_width = n;
             break;
         case Mode::jacobian_reverse:
@@ -99,6 +103,7 @@ Mode parse_mode(const Tape& tape, std::string_view mode) {
     if (mode == "jvp") return Mode::jvp;
     if (mode == "vjp") return Mode::vjp;
     if (mode == "hvp") return Mode::hvp;
+    if (mode == "value_and_gradient") return Mode::value_and_gradient;
     throw Unsupported("gpu: unknown mode '" + std::string(mode) + "'");
 }
 
@@ -123,11 +128,14 @@ Vm::Vm(Tape tape, Options options) : impl_(std::make_unique<Impl>()) {
     impl_->device = detail::Device::acquire(impl_->options);
     const std::lock_guard lock(impl_->device->mutex());
     impl_->runner = std::make_unique<detail::Runner>(impl_->device, impl_->tape, impl_->options.chunk_points);
+    if (impl_->options.engine == Engine::compiled)
+        impl_->compiled = std::make_unique<detail::CompiledKernels>(*impl_->device, impl_->tape);
 }
 
 Vm::~Vm() {
     if (impl_ && impl_->runner) {
         const std::lock_guard lock(impl_->device->mutex());
+        impl_->compiled.reset();
         impl_->runner.reset();
     }
 }
@@ -140,6 +148,7 @@ std::string Vm::name() const { return "gpu (" + impl_->device->info().name + ")"
 const DeviceInfo& Vm::device() const { return impl_->device->info(); }
 bool Vm::validation() const { return impl_->device->validation(); }
 Vm::Timing Vm::last_timing() const { return last_call_timing; }
+Engine Vm::engine() const { return impl_->options.engine; }
 
 template <class Real> std::size_t Vm::chunk_points(std::string_view mode) const {
     const std::lock_guard lock(impl_->device->mutex());
@@ -148,9 +157,25 @@ template <class Real> std::size_t Vm::chunk_points(std::string_view mode) const 
 
 namespace {
 
-// Runs `call` on `impl` under the device's lock and records the timing for last_timing().
-Report execute(Vm::Impl& impl, const Call& call) {
+// The compiled kernel that replaces `call`'s interpreter kernel.
+detail::KernelSpec spec_of(const Call& call) {
+    detail::KernelSpec spec;
+    spec.kernel = call.kernel;
+    spec.double_precision = call.double_precision;
+    spec.directions = call.directions;
+    spec.seeds_from_buffer = call.seeds_from_buffer;
+    spec.write_values = call.device_values != nullptr;
+    return spec;
+}
+
+// Runs `call` on `impl` under the device's lock (on its compiled kernel with Engine::compiled,
+// unless that falls back to the interpreter) and records the timing for last_timing().
+Report execute(Vm::Impl& impl, Call call) {
     const std::lock_guard lock(impl.device->mutex());
+    if (impl.compiled) {
+        impl.device->check_alive();
+        call.compiled = impl.compiled->pipeline(spec_of(call));
+    }
     detail::Timing timing;
     last_call_timing = {};
     Report report = impl.runner->run(call, timing);
@@ -159,6 +184,51 @@ Report execute(Vm::Impl& impl, const Call& call) {
 }
 
 }  // namespace
+
+namespace {
+detail::KernelSpec spec_of_mode(const Tape& tape, std::string_view mode, bool double_precision) {
+    const Mode kind = parse_mode(tape, mode);
+    detail::KernelSpec spec = spec_of(double_precision ? plan<double>(tape, kind, 1) : plan<float>(tape, kind, 1));
+    spec.write_values = kind == Mode::value_and_gradient;
+    return spec;
+}
+}  // namespace
+
+std::string generated_glsl(const Tape& tape, std::string_view mode, bool double_precision) {
+    return detail::generate_glsl(tape, spec_of_mode(tape, mode, double_precision)).glsl;
+}
+
+CompilePlan planned_compile(const Tape& tape, std::string_view mode, bool double_precision) {
+    CompilePlan result;
+    result.statements = detail::generate_glsl(tape, spec_of_mode(tape, mode, double_precision)).statements;
+    const std::size_t limit = detail::statement_limit();
+    result.compiled = result.statements <= limit;
+    if (!result.compiled)
+        result.reason = std::to_string(result.statements) + " statements, over the limit of " + std::to_string(limit) +
+                        " (TAPEVM_GPU_COMPILE_LIMIT)";
+    return result;
+}
+
+template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const {
+    const detail::KernelSpec spec = spec_of_mode(impl_->tape, mode, std::is_same_v<Real, double>);
+    CompilePlan result;
+    if (!impl_->compiled) {
+        result.reason = "the interpreter engine";
+        result.statements = detail::generate_glsl(impl_->tape, spec).statements;
+        return result;
+    }
+    const std::lock_guard lock(impl_->device->mutex());
+    impl_->device->check_alive();
+    const detail::CompileReport report = impl_->compiled->report(spec);
+    result.compiled = report.compiled;
+    result.reason = report.reason;
+    result.statements = report.statements;
+    result.spirv_from_cache = report.spirv_from_cache;
+    result.generate_s = report.generate_s;
+    result.glslang_s = report.glslang_s;
+    result.pipeline_s = report.pipeline_s;
+    return result;
+}
 
 template <class Real> Report Vm::forward_impl(const Batch<Real>& batch, std::span<Real> outputs) const {
     Call call = plan<Real>(impl_->tape, Mode::forward, batch.points);
@@ -325,8 +395,38 @@ Report Vm::jacobian(std::size_t points, const Buffer<Real>& inputs,
                         "jacobians");
 }
 
+template <class Real>
+Report Vm::value_and_gradient(std::size_t points, const Buffer<Real>& inputs,
+                              const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& values,
+                              Buffer<Real>& gradients) const {
+    if (tape().output_count() != 1) {
+        throw Unsupported("value_and_gradient: the tape has " + std::to_string(tape().output_count()) +
+                          " outputs; it needs exactly 1");
+    }
+    check_size("gpu::Vm::value_and_gradient", "values", points, values.size());
+    const auto& value_buffer = device_buffer(*impl_, values, "value_and_gradient", "values");
+    bool fused = false;
+    if (impl_->compiled) {
+        const std::lock_guard lock(impl_->device->mutex());
+        impl_->device->check_alive();
+        detail::KernelSpec spec = spec_of(plan<Real>(impl_->tape, Mode::value_and_gradient, points));
+        spec.write_values = true;
+        fused = impl_->compiled->pipeline(spec) != nullptr;
+    }
+    if (!fused) {
+        forward(points, inputs, params, values);
+        return gradient(points, inputs, params, gradients);
+    }
+    Call call = plan<Real>(impl_->tape, Mode::value_and_gradient, points);
+    call.device_values = &value_buffer;
+    return run_resident(*impl_, call, "value_and_gradient", inputs, params, gradients, "gradients");
+}
+
 #define TAPEVM_INSTANTIATE(Real)                                                                             \
     template std::size_t Vm::chunk_points<Real>(std::string_view) const;                                     \
+    template CompilePlan Vm::compile_plan<Real>(std::string_view) const;                                     \
+    template Report Vm::value_and_gradient<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*,      \
+                                                 Buffer<Real>&, Buffer<Real>&) const;                        \
     template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                             \
     template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                            \
     template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;              \

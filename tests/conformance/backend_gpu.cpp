@@ -12,6 +12,9 @@
 //     drivers that contract a * b + c into an fma.
 //   - Derivatives and whole tapes: relative bounds a few orders above the precision: the
 //     formulas are the same, the math library is not std::.
+#include <cstdlib>
+#include <string_view>
+
 #include "../keep_driver_loaded.hpp"
 #include "backend.hpp"
 #include "tapevm/error.hpp"
@@ -21,9 +24,16 @@ namespace tapevm::conformance {
 
 namespace {
 
+// TAPEVM_TEST_GPU_ENGINE=compiled: the tape compiler's kernels (test conformance_gpu_compiled).
+bool compiled_engine() {
+    const char* engine = std::getenv("TAPEVM_TEST_GPU_ENGINE");
+    return engine != nullptr && std::string_view(engine) == "compiled";
+}
+
 gpu::Options options() {
     gpu::Options options;
     options.validation = true;  // when installed
+    if (compiled_engine()) options.engine = gpu::Engine::compiled;
     return options;
 }
 
@@ -45,7 +55,7 @@ BackendUnderTest backend_under_test() {
     BackendUnderTest backend;
     std::string reason;
     const auto device = default_device(&reason);
-    backend.name = device ? "gpu (" + device->name + ")" : "gpu";
+    backend.name = std::string(compiled_engine() ? "gpu compiled" : "gpu") + (device ? " (" + device->name + ")" : "");
     backend.make = [](const Tape& tape) -> std::unique_ptr<Evaluator> {
         return std::make_unique<gpu::Vm>(tape, options());
     };

@@ -4,9 +4,11 @@
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -26,10 +28,19 @@ inline bool validation_layer_installed() {
     return std::filesystem::exists("/usr/share/vulkan/explicit_layer.d/VkLayer_khronos_validation.json");
 }
 
+/// The engine the GPU tests run: TAPEVM_TEST_GPU_ENGINE=compiled runs the same suites on the
+/// tape compiler's kernels (meson tests gpu_modes_compiled, conformance_gpu_compiled).
+inline gpu::Engine test_engine() {
+    const char* engine = std::getenv("TAPEVM_TEST_GPU_ENGINE");
+    return engine != nullptr && std::string_view(engine) == "compiled" ? gpu::Engine::compiled
+                                                                        : gpu::Engine::interpreter;
+}
+
 inline gpu::Options test_options(std::size_t chunk_points = 0) {
     gpu::Options options;
     options.chunk_points = chunk_points;
     options.validation = true;
+    options.engine = test_engine();
     return options;
 }
 

@@ -119,7 +119,7 @@ TEST_CASE("TAPEVM_DEVICE selects the device by index or name; a bad value is Dev
         const ScopedEnv env("TAPEVM_DEVICE", "no-such-device");
         CHECK_THROWS_AS(gpu::Vm(tape, test_options()), DeviceUnavailable);
         auto options = test_options();
-        options.device = "0";  // Options::device wins over the environment
+        options.device = std::string(1, '0');  // Options::device wins over the environment
         CHECK_NOTHROW(gpu::Vm(tape, options));
     }
     {

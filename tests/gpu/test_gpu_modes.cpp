@@ -58,6 +58,14 @@ void check_every_mode(const gpu::Vm& vm, std::size_t points, bool shared_params,
     compare(vm.hvp(batch, std::span<const Real>(cotangents), std::span<const Real>(tangents)),
             ref.hvp(batch, std::span<const Real>(cotangents), std::span<const Real>(tangents)), "hvp", n);
     check_validation_clean();
+    // With the compiled engine, every mode above ran a compiled kernel (no fallback).
+    if (vm.engine() == gpu::Engine::compiled) {
+        for (const char* mode : {"forward", "gradient", "jacobian", "jvp", "vjp", "hvp"}) {
+            if (std::string_view(mode) == "gradient" && m != 1) continue;
+            CAPTURE(mode);
+            CHECK(vm.compile_plan<Real>(mode).compiled);
+        }
+    }
 }
 
 template <class Real> void check_examples(std::size_t points) {

@@ -65,6 +65,38 @@ std::vector<DeviceInfo> devices();
 /// unless validation is enabled; the test suites fail on any message.
 std::vector<std::string> validation_messages();
 
+/// How a Vm evaluates a tape.
+///   interpreter  the interpreter's kernels, compiled once at build time for every tape: values
+///                and derivatives in a work buffer in device memory.
+///   compiled     the tape compiler: for each mode and precision, a kernel generated from this
+///                tape (GLSL straight-line code, values and adjoints in registers, forward and
+///                reverse fused in one pass), compiled by glslang at run time on first use and
+///                cached in memory and on disk (SPIR-V and the driver's pipeline cache, under
+///                TAPEVM_CACHE_DIR, else $XDG_CACHE_HOME/tapevm, else ~/.cache/tapevm). A kernel
+///                too large to compile well (TAPEVM_GPU_COMPILE_LIMIT statements, default
+///                20000) falls back to the interpreter; compile_plan() says which runs.
+enum class Engine { interpreter, compiled };
+
+/// What runs one mode: the compiled kernel or the interpreter, and what compiling it took.
+struct CompilePlan {
+    bool compiled = false;
+    std::string reason;             // why the interpreter runs it (empty when compiled)
+    std::size_t statements = 0;     // statements of the generated kernel
+    bool spirv_from_cache = false;  // SPIR-V from memory or the disk cache instead of glslang
+    double generate_s = 0;          // generating the GLSL
+    double glslang_s = 0;           // GLSL to SPIR-V
+    double pipeline_s = 0;          // the driver's pipeline (through its pipeline cache)
+};
+
+/// The GLSL the tape compiler generates for `tape` in `mode` ("forward", "gradient", "jacobian",
+/// "jvp", "vjp", "hvp", "value_and_gradient") and precision. Needs no device.
+std::string generated_glsl(const Tape& tape, std::string_view mode, bool double_precision);
+
+/// What Engine::compiled would run for `tape` in `mode`: the compiled kernel, or the
+/// interpreter when the kernel is over the size limit (the reason says so). Compiles nothing
+/// and needs no device; only `compiled`, `reason` and `statements` are set.
+CompilePlan planned_compile(const Tape& tape, std::string_view mode, bool double_precision);
+
 struct Options {
     /// "" = TAPEVM_DEVICE, else the first discrete GPU, else any; an index or a name substring.
     std::string device;
@@ -73,6 +105,8 @@ struct Options {
     std::size_t chunk_points = 0;
     /// Enable VK_LAYER_KHRONOS_validation when installed (also TAPEVM_VULKAN_VALIDATION=1).
     bool validation = false;
+    /// Interpreter or tape compiler (Engine).
+    Engine engine = Engine::interpreter;
 };
 
 class Vm;
@@ -143,6 +177,21 @@ public:
     Report jacobian(std::size_t points, const Buffer<Real>& inputs,
                     const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& jacobians,
                     JacobianMode mode = JacobianMode::automatic) const;
+
+    /// The loss and its gradient in one dispatch (a tape with one output; with the compiled
+    /// engine one kernel writes both, the interpreter runs forward then gradient): values
+    /// [points], gradients [points][n], on the device.
+    template <class Real>
+    Report value_and_gradient(std::size_t points, const Buffer<Real>& inputs,
+                              const std::type_identity_t<Buffer<Real>>* params, Buffer<Real>& values,
+                              Buffer<Real>& gradients) const;
+
+    /// The engine this Vm was made with.
+    Engine engine() const;
+    /// What runs `mode` (as chunk_points names it, or "value_and_gradient") in precision Real.
+    /// With Engine::compiled this compiles the kernel now if it is new (so a first call's
+    /// latency can be paid up front and measured); with the interpreter it compiles nothing.
+    template <class Real> CompilePlan compile_plan(std::string_view mode) const;
 
     /// Seconds of GPU time (timestamp queries) the last call on this thread spent in compute
     /// dispatches and in transfers (uploads and downloads); 0 where the device has no timestamps.

@@ -1,0 +1,381 @@
+#include "codegen.hpp"
+
+#include <array>
+#include <cctype>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "tapevm/error.hpp"
+
+namespace tapevm::gpu::detail {
+
+namespace {
+
+std::string op_name(Op op) {
+    std::string name(info(op).name);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return name;
+}
+
+std::string hex32(std::uint32_t bits) {
+    char text[16];
+    std::snprintf(text, sizeof text, "0x%08xu", bits);
+    return text;
+}
+
+// A constant of the pool, exactly: its bits (the interpreter converts doubles to float the
+// same way, static_cast, when it uploads the float constants).
+std::string real_literal(double value, bool double_precision) {
+    char comment[40];
+    std::snprintf(comment, sizeof comment, " /* %.9g */", value);
+    if (double_precision) {
+        std::uint64_t bits;
+        std::memcpy(&bits, &value, sizeof bits);
+        return "packDouble2x32(uvec2(" + hex32(static_cast<std::uint32_t>(bits)) + ", " +
+               hex32(static_cast<std::uint32_t>(bits >> 32)) + "))" + comment;
+    }
+    const auto single = static_cast<float>(value);
+    std::uint32_t bits;
+    std::memcpy(&bits, &single, sizeof bits);
+    return "uintBitsToFloat(" + hex32(bits) + ")" + comment;
+}
+
+bool has_partials(Op op) { return !has_flag(op, op_flag::leaf | op_flag::step | op_flag::comparison); }
+
+std::uint32_t operand(const Instruction& ins, std::uint32_t k) { return k == 0 ? ins.a : (k == 1 ? ins.b : ins.c); }
+
+std::string u(std::uint64_t value) { return std::to_string(value) + "u"; }
+
+// A variable name: prefix and number ("v12"). (Built by appending: g++ 12 warns, wrongly,
+// about "literal" + std::string temporaries at -O3.)
+std::string var(std::string_view prefix, std::uint64_t index) {
+    std::string name(prefix);
+    name += std::to_string(index);
+    return name;
+}
+
+// The generated text and its statement count.
+class Writer {
+public:
+    void line(const std::string& text) {
+        text_ += "    " + text + "\n";
+        ++statements_;
+    }
+    void raw(const std::string& text) { text_ += text; }
+    std::string& text() { return text_; }
+    std::size_t statements() const { return statements_; }
+
+private:
+    std::string text_;
+    std::size_t statements_ = 0;
+};
+
+class Generator {
+public:
+    Generator(const Tape& tape, const KernelSpec& spec)
+        : tape_(tape), spec_(spec), slots_(tape.slot_count()), depends_(slots_, false), live_(slots_, false) {
+        const auto instructions = tape.instructions();
+        for (std::uint32_t s = 0; s < slots_; ++s) {
+            const Instruction& ins = instructions[s];
+            depends_[s] = ins.op == Op::Input;
+            for (std::uint32_t k = 0; k < arity(ins.op); ++k) depends_[s] = depends_[s] || depends_[operand(ins, k)];
+        }
+        for (const std::uint32_t o : tape.outputs()) live_[o] = true;
+        for (const Guard& guard : tape.guards()) live_[guard.slot] = true;
+        for (std::uint32_t s = slots_; s-- > 0;) {
+            if (!live_[s]) continue;
+            const Instruction& ins = instructions[s];
+            for (std::uint32_t k = 0; k < arity(ins.op); ++k) live_[operand(ins, k)] = true;
+        }
+    }
+
+    GeneratedKernel run() {
+        prelude();
+        w_.raw("void main() {\n");
+        w_.line("uint lane = gl_GlobalInvocationID.x;");
+        w_.line("if (lane >= pc.points) return;");
+        w_.line("uint in_base = lane * " + u(tape_.input_count()) + ";");
+        if (tape_.param_count() > 0)
+            w_.line("uint par_base = pc.params_per_point != 0u ? lane * " + u(tape_.param_count()) + " : 0u;");
+        switch (spec_.kernel) {
+            case Kernel::forward:
+                values();
+                for (std::uint32_t j = 0; j < tape_.output_count(); ++j)
+                    w_.line("results[lane * " + u(tape_.output_count()) + " + " + u(j) + "] = " +
+                             value(tape_.outputs()[j]) + ";");
+                break;
+            case Kernel::reverse: reverse(); break;
+            case Kernel::tangent: tangent(); break;
+            case Kernel::hvp: hvp(); break;
+            default: throw Error(std::string("gpu::compile: no compiled form of the ") + kernel_name(spec_.kernel) + " kernel");
+        }
+        guards();
+        w_.raw("}\n");
+        return {std::move(w_.text()), w_.statements()};
+    }
+
+private:
+    bool dual() const { return spec_.kernel == Kernel::hvp; }
+    std::string value(std::uint32_t slot) const { return var("v", slot) + (dual() ? ".v" : ""); }
+    std::uint32_t n() const { return tape_.input_count(); }
+    std::uint32_t m() const { return tape_.output_count(); }
+
+    void prelude() {
+        const bool d = spec_.double_precision;
+        w_.raw("// tapevm compiled kernel: " + spec_name(spec_, tape_) + ", " + (d ? "double" : "float") + ", " +
+               std::to_string(slots_) + " instructions, " + std::to_string(n()) + " inputs, " +
+               std::to_string(m()) + " outputs\n");
+        w_.raw("#version 450\n#extension GL_GOOGLE_include_directive : require\n");
+        w_.raw(std::string("#define REAL ") + (d ? "double" : "float") + "\n#define REAL_IS_DOUBLE " +
+               (d ? "1" : "0") + "\n");
+        w_.raw("#include \"ops.glsl\"\n");
+        if (dual()) w_.raw("#include \"dual_ops.glsl\"\n");
+        w_.raw("layout(local_size_x = 64, local_size_x_id = 0) in;\n#include \"push_constants.h\"\n");
+        w_.raw("layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };\n");
+        w_.raw("layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };\n");
+        w_.raw("layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };\n");
+        w_.raw("layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };\n");
+        w_.raw("layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };\n");
+        w_.raw("layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };\n");
+        w_.raw("layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; };\n");
+        w_.raw("bool tvc_truth(REAL x) { return !(x == REAL(0)); }\n\n");
+    }
+
+    // The value of leaf `ins` as a REAL expression.
+    std::string leaf(const Instruction& ins) const {
+        if (ins.op == Op::Input) return "inputs[in_base + " + u(ins.a) + "]";
+        if (ins.op == Op::Param) return "params[par_base + " + u(ins.a) + "]";
+        return real_literal(tape_.constants()[ins.a], spec_.double_precision);
+    }
+
+    // Arguments of op functions: the operands' variables (and Powi's exponent).
+    std::string arguments(const Instruction& ins) const {
+        std::string text;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) text += (k ? ", v" : "v") + std::to_string(operand(ins, k));
+        if (has_flag(ins.op, op_flag::immediate)) text += ", " + std::to_string(powi_exponent(ins));
+        return text;
+    }
+
+    // Every live value in tape order (scalars, or duals with the direction's tangents for hvp).
+    void values() {
+        const auto instructions = tape_.instructions();
+        for (std::uint32_t s = 0; s < slots_; ++s) {
+            if (!live_[s]) continue;
+            const Instruction& ins = instructions[s];
+            const std::string v = var("v", s);
+            if (!dual()) {
+                w_.line("REAL " + v + " = " +
+                        (arity(ins.op) == 0 ? leaf(ins) : "tv_value_" + op_name(ins.op) + "(" + arguments(ins) + ")") +
+                        ";");
+            } else if (ins.op == Op::Input) {
+                w_.line("Dual " + v + " = Dual(" + leaf(ins) + ", extra1[lane * " + u(n()) + " + " + u(ins.a) + "]);");
+            } else if (arity(ins.op) == 0) {
+                w_.line("Dual " + v + " = td_const(" + leaf(ins) + ");");
+            } else {
+                w_.line("Dual " + v + " = td_value_" + op_name(ins.op) + "(" + dual_operands(ins) + ");");
+            }
+        }
+    }
+
+    // td_value / td_partials arguments: three duals (zero where the op has fewer) and the exponent.
+    std::string dual_operands(const Instruction& ins) const {
+        std::string text;
+        for (std::uint32_t k = 0; k < 3; ++k) {
+            if (k) text += ", ";
+            text += k < arity(ins.op) ? var("v", operand(ins, k)) : "td_const(REAL(0))";
+        }
+        return text + ", " + std::to_string(has_flag(ins.op, op_flag::immediate) ? powi_exponent(ins) : 0);
+    }
+
+    // The partials of slot s into p<s>_0.. (scalar kernels).
+    void partials(std::uint32_t s) {
+        const Instruction& ins = tape_.instructions()[s];
+        const std::string p = var("p", s) + "_";
+        std::string declared = "REAL ";
+        std::string outs;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            declared += (k ? ", " : "") + p + std::to_string(k);
+            outs += ", " + p + std::to_string(k);
+        }
+        w_.line(declared + ";");
+        w_.line("tv_partials_" + op_name(ins.op) + "(" + arguments(ins) + ", v" + std::to_string(s) + outs + ");");
+    }
+
+    // Reverse mode in vector form: K sweeps (seeds) over the same values and partials. An
+    // adjoint is a variable from its first contribution on (written, not added: the
+    // interpreter's compact program does the same); the reference VM's order of summation.
+    void reverse() {
+        values();
+        if (spec_.write_values)
+            for (std::uint32_t j = 0; j < m(); ++j)
+                w_.line("values[lane * " + u(m()) + " + " + u(j) + "] = " + value(tape_.outputs()[j]) + ";");
+        const std::uint32_t seeds = spec_.directions;
+        std::vector<std::vector<bool>> declared(seeds, std::vector<bool>(slots_, false));
+        const auto contribute = [&](std::uint32_t k, std::uint32_t target, const std::string& amount) {
+            const std::string g = var("g", k) + "_" + std::to_string(target);
+            if (declared[k][target]) {
+                w_.line(g + " += " + amount + ";");
+            } else {
+                w_.line("REAL " + g + " = " + amount + ";");
+                declared[k][target] = true;
+            }
+        };
+        for (std::uint32_t k = 0; k < seeds; ++k) {
+            for (std::uint32_t j = 0; j < m(); ++j) {
+                const std::uint32_t o = tape_.outputs()[j];
+                if (!depends_[o]) continue;
+                if (spec_.seeds_from_buffer) contribute(k, o, "extra0[lane * " + u(m()) + " + " + u(j) + "]");
+                else if (j == k) contribute(k, o, "REAL(1)");
+            }
+        }
+        const auto instructions = tape_.instructions();
+        for (std::uint32_t s = slots_; s-- > 0;) {
+            const Instruction& ins = instructions[s];
+            if (!has_partials(ins.op) || !depends_[s]) continue;
+            bool any = false;
+            for (std::uint32_t k = 0; k < seeds; ++k) any = any || declared[k][s];
+            if (!any) continue;
+            partials(s);
+            for (std::uint32_t k = 0; k < seeds; ++k) {
+                if (!declared[k][s]) continue;
+                const std::string g = var("g", k) + "_" + std::to_string(s);
+                for (std::uint32_t i = 0; i < arity(ins.op); ++i) {
+                    if (!depends_[operand(ins, i)]) continue;
+                    contribute(k, operand(ins, i),
+                               "tv_contribution(p" + std::to_string(s) + "_" + std::to_string(i) + ", " + g + ")");
+                }
+            }
+        }
+        for (std::uint32_t k = 0; k < seeds; ++k)
+            for (std::uint32_t i = 0; i < n(); ++i)
+                w_.line("results[(lane * " + u(seeds) + " + " + u(k) + ") * " + u(n()) + " + " + u(i) + "] = " +
+                        (declared[k][i] ? var("g", k) + "_" + std::to_string(i) : std::string("REAL(0)")) + ";");
+    }
+
+    // Forward (tangent) mode: K directions; a tangent known to be zero is not computed.
+    void tangent() {
+        values();
+        const std::uint32_t directions = spec_.directions;
+        // Each slot's tangent along each direction: "" when zero, else an expression.
+        std::vector<std::vector<std::string>> t(directions, std::vector<std::string>(slots_));
+        const auto instructions = tape_.instructions();
+        for (std::uint32_t s = 0; s < slots_; ++s) {
+            const Instruction& ins = instructions[s];
+            if (!live_[s] || !depends_[s]) continue;
+            if (ins.op == Op::Input) {
+                for (std::uint32_t k = 0; k < directions; ++k) {
+                    if (!spec_.seeds_from_buffer) {
+                        if (k == ins.a) t[k][s] = "REAL(1)";
+                        continue;
+                    }
+                    t[k][s] = var("t", k) + "_" + std::to_string(s);
+                    w_.line("REAL " + t[k][s] + " = extra0[lane * " + u(n()) + " + " + u(ins.a) + "];");
+                }
+                continue;
+            }
+            if (!has_partials(ins.op)) continue;
+            bool any = false;
+            for (std::uint32_t k = 0; k < directions; ++k)
+                for (std::uint32_t i = 0; i < arity(ins.op); ++i) any = any || !t[k][operand(ins, i)].empty();
+            if (!any) continue;
+            partials(s);
+            for (std::uint32_t k = 0; k < directions; ++k) {
+                std::string sum;
+                for (std::uint32_t i = 0; i < arity(ins.op); ++i) {
+                    const std::string& tangent = t[k][operand(ins, i)];
+                    if (tangent.empty()) continue;
+                    sum += (sum.empty() ? "" : " + ") + std::string("tv_contribution(p") + std::to_string(s) + "_" +
+                           std::to_string(i) + ", " + tangent + ")";
+                }
+                if (sum.empty()) continue;
+                t[k][s] = var("t", k) + "_" + std::to_string(s);
+                w_.line("REAL " + t[k][s] + " = " + sum + ";");
+            }
+        }
+        for (std::uint32_t j = 0; j < m(); ++j)
+            for (std::uint32_t k = 0; k < directions; ++k) {
+                const std::string& tangent = t[k][tape_.outputs()[j]];
+                w_.line("results[(lane * " + u(m()) + " + " + u(j) + ") * " + u(directions) + " + " + u(k) + "] = " +
+                        (tangent.empty() ? "REAL(0)" : tangent) + ";");
+            }
+    }
+
+    // Hessian-vector products in dual numbers, forward over reverse, as the hvp kernel (and
+    // the reference VM) computes them: adjoints start at zero, a zero adjoint is skipped.
+    void hvp() {
+        values();
+        std::vector<bool> declared(slots_, false);
+        const auto adjoint = [&](std::uint32_t slot) {
+            const std::string g = var("g", slot);
+            if (!declared[slot]) {
+                w_.line("Dual " + g + " = td_const(REAL(0));");
+                declared[slot] = true;
+            }
+            return g;
+        };
+        for (std::uint32_t j = 0; j < m(); ++j) {
+            const std::uint32_t o = tape_.outputs()[j];
+            if (!depends_[o]) continue;
+            const std::string g = adjoint(o);
+            w_.line(g + " = td_add(" + g + ", td_const(extra0[lane * " + u(m()) + " + " + u(j) + "]));");
+        }
+        const auto instructions = tape_.instructions();
+        for (std::uint32_t s = slots_; s-- > 0;) {
+            const Instruction& ins = instructions[s];
+            if (!has_partials(ins.op) || !depends_[s] || !declared[s]) continue;
+            std::vector<std::string> targets;
+            for (std::uint32_t i = 0; i < arity(ins.op); ++i)
+                targets.push_back(depends_[operand(ins, i)] ? adjoint(operand(ins, i)) : "");
+            const std::string g = var("g", s);
+            const std::string q = var("q", s) + "_";
+            w_.raw("    if (!td_is_zero(" + g + ")) {\n");
+            w_.line("    Dual " + q + "0, " + q + "1, " + q + "2;");
+            w_.line("    td_partials_" + op_name(ins.op) + "(" + dual_operands(ins) + ", " + var("v", s) + ", " + q + "0, " +
+                    q + "1, " + q + "2);");
+            for (std::uint32_t i = 0; i < targets.size(); ++i)
+                if (!targets[i].empty())
+                    w_.line("    " + targets[i] + " = td_add(" + targets[i] + ", td_contribution(" + q +
+                            std::to_string(i) + ", " + g + "));");
+            w_.raw("    }\n");
+        }
+        for (std::uint32_t i = 0; i < n(); ++i)
+            w_.line("results[lane * " + u(n()) + " + " + u(i) + "] = " +
+                    (declared[i] ? var("g", i) + ".t" : std::string("REAL(0)")) + ";");
+    }
+
+    void guards() {
+        std::string failed;
+        for (const Guard& guard : tape_.guards())
+            failed += (failed.empty() ? "" : " || ") + std::string("tvc_truth(") + value(guard.slot) +
+                      (guard.expected ? ") != true" : ") != false");
+        w_.line("diverged[lane] = " + (failed.empty() ? std::string("0u") : "(" + failed + ") ? 1u : 0u") + ";");
+    }
+
+    const Tape& tape_;
+    KernelSpec spec_;
+    std::uint32_t slots_;
+    std::vector<bool> depends_, live_;
+    Writer w_;
+};
+
+}  // namespace
+
+std::string spec_name(const KernelSpec& spec, const Tape& tape) {
+    std::string name;
+    switch (spec.kernel) {
+        case Kernel::forward: name = "forward"; break;
+        case Kernel::reverse:
+            name = spec.seeds_from_buffer ? "vjp" : (spec.directions == 1 && tape.output_count() == 1 ? "gradient" : "jacobian-reverse");
+            break;
+        case Kernel::tangent: name = spec.seeds_from_buffer ? "jvp" : "jacobian-forward"; break;
+        case Kernel::hvp: name = "hvp"; break;
+        default: name = kernel_name(spec.kernel);
+    }
+    return spec.write_values ? name + "+values" : name;
+}
+
+GeneratedKernel generate_glsl(const Tape& tape, const KernelSpec& spec) { return Generator(tape, spec).run(); }
+
+}  // namespace tapevm::gpu::detail

@@ -1,0 +1,50 @@
+// The tape compiler's code generator: a tape and what to compute become one GLSL compute
+// kernel of straight-line code, values and derivatives in local variables (registers) instead
+// of the interpreter's work buffer, forward and reverse sweeps fused in one pass.
+//
+// A generated kernel replaces one interpreter kernel exactly: same bindings (set 0 of
+// shaders/interpreter.glsl; the program, constants and work buffers are unused), the same push
+// constants (only `points` and `params_per_point` are read: the tape's counts are compiled
+// in), the same results layout, one invocation per point. The formulas are ops.glsl's
+// tv_value_<op> and tv_partials_<op> (and dual_ops.glsl's for hvp), generated from the op
+// table like the interpreter's, and the sweeps follow the reference VM's order of operations,
+// so compiled kernels and the interpreter agree on every op and edge case.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "kernels.hpp"
+#include "tapevm/tape.hpp"
+
+namespace tapevm::gpu::detail {
+
+/// What a compiled kernel computes: the interpreter kernel it replaces and that kernel's
+/// run-time choices, fixed at compile time.
+struct KernelSpec {
+    Kernel kernel = Kernel::forward;  // forward, reverse, tangent or hvp
+    bool double_precision = false;
+    std::uint32_t directions = 0;     // reverse: seeds K; tangent: directions K
+    bool seeds_from_buffer = false;   // seeds (vjp) or directions (jvp) from extra0, else unit vectors
+    /// Reverse kernels also write the outputs' values to binding 9 ([points][m]): a loss and
+    /// its gradient in one dispatch.
+    bool write_values = false;
+
+    friend bool operator==(const KernelSpec&, const KernelSpec&) = default;
+};
+
+/// "forward", "gradient" (reverse, 1 unit seed), "jacobian-reverse", "vjp", "jacobian-forward",
+/// "jvp", "hvp", with "+values" when the spec writes values too.
+std::string spec_name(const KernelSpec& spec, const Tape& tape);
+
+struct GeneratedKernel {
+    std::string glsl;
+    /// Statements in main(): what the size limit counts (compile time and registers grow with it).
+    std::size_t statements = 0;
+};
+
+/// The GLSL of `spec` for `tape`. `spec.kernel` is forward, reverse, tangent or hvp.
+GeneratedKernel generate_glsl(const Tape& tape, const KernelSpec& spec);
+
+}  // namespace tapevm::gpu::detail

@@ -1,0 +1,129 @@
+#include "compiler.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <span>
+
+#include "context.hpp"
+#include "disk_cache.hpp"
+#include "glsl_compiler.hpp"
+#include "tapevm/error.hpp"
+
+namespace tapevm::gpu::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::span<const std::byte> bytes_of(std::string_view text) {
+    return std::as_bytes(std::span<const char>(text.data(), text.size()));
+}
+
+// What else decides the SPIR-V besides the kernel's text: the embedded library it includes
+// and the SPIR-V format version of this cache.
+std::uint64_t library_fingerprint() {
+    static const std::uint64_t fingerprint = [] {
+        std::uint64_t hash = hash64(bytes_of("tapevm spirv cache 1"));
+        for (const char* name : {"ops.glsl", "dual_ops.glsl", "math.glsl", "math_f32.glsl", "math_f64.glsl",
+                                 "math_f64_constants.glsl", "math_f64_inverse.glsl", "math_f64_power.glsl",
+                                 "push_constants.h"}) {
+            if (const auto text = embedded_glsl(name)) hash = hash64(bytes_of(*text), hash);
+        }
+        return hash;
+    }();
+    return fingerprint;
+}
+
+std::string hex64(std::uint64_t value) {
+    char text[24];
+    std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
+    return text;
+}
+
+}  // namespace
+
+std::size_t statement_limit() {
+    if (const char* text = std::getenv("TAPEVM_GPU_COMPILE_LIMIT"); text != nullptr && *text != '\0') {
+        char* end = nullptr;
+        const unsigned long long value = std::strtoull(text, &end, 10);
+        if (end == nullptr || *end != '\0')
+            throw Error(std::string("TAPEVM_GPU_COMPILE_LIMIT: expected a number of statements, got '") + text + "'");
+        return static_cast<std::size_t>(value);
+    }
+    return 20000;
+}
+
+std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s) {
+    static std::mutex mutex;
+    static std::map<std::string, std::vector<std::uint32_t>> memory;
+    // The key holds the whole text's hash and its length; the disk entry holds the key itself.
+    const std::string key = "spirv-" + hex64(hash64(bytes_of(kernel.glsl), library_fingerprint())) + "-" +
+                            std::to_string(kernel.glsl.size());
+    {
+        const std::lock_guard lock(mutex);
+        if (const auto found = memory.find(key); found != memory.end()) {
+            from_cache = true;
+            return found->second;
+        }
+    }
+    const DiskCache disk(default_cache_folder());
+    std::vector<std::uint32_t> words;
+    if (const auto stored = disk.load(key); stored && !stored->empty() && stored->size() % 4 == 0) {
+        words.resize(stored->size() / 4);
+        std::memcpy(words.data(), stored->data(), stored->size());
+        from_cache = words[0] == 0x07230203u;
+    }
+    if (!from_cache) {
+        const auto start = Clock::now();
+        words = compile_glsl(kernel.glsl);
+        glslang_s = seconds_since(start);
+        disk.store(key, std::as_bytes(std::span<const std::uint32_t>(words)));
+    }
+    const std::lock_guard lock(mutex);
+    memory.emplace(key, words);
+    return words;
+}
+
+CompiledKernels::CompiledKernels(Device& device, const Tape& tape) : device_(device), tape_(tape) {}
+
+CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
+    for (auto& entry : entries_)
+        if (entry->spec == spec) return *entry;
+    auto entry = std::make_unique<Entry>();
+    entry->spec = spec;
+    CompileReport& report = entry->report;
+    const auto start = Clock::now();
+    const GeneratedKernel kernel = generate_glsl(tape_, spec);
+    report.generate_s = seconds_since(start);
+    report.statements = kernel.statements;
+    const std::size_t limit = statement_limit();
+    if (kernel.statements > limit) {
+        report.reason = std::to_string(kernel.statements) + " statements, over the limit of " + std::to_string(limit) +
+                        " (TAPEVM_GPU_COMPILE_LIMIT)";
+    } else {
+        const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
+        const auto pipeline_start = Clock::now();
+        entry->pipeline.emplace(device_.kernels().create_pipeline(
+            code, spec.double_precision, "compiled " + spec_name(spec, tape_)));
+        report.pipeline_s = seconds_since(pipeline_start);
+        report.compiled = true;
+    }
+    entries_.push_back(std::move(entry));
+    return *entries_.back();
+}
+
+const vk::raii::Pipeline* CompiledKernels::pipeline(const KernelSpec& spec) {
+    Entry& found = entry(spec);
+    return found.pipeline ? &*found.pipeline : nullptr;
+}
+
+CompileReport CompiledKernels::report(const KernelSpec& spec) { return entry(spec).report; }
+
+}  // namespace tapevm::gpu::detail

@@ -1,0 +1,68 @@
+// The tape compiler's pipelines: a generated kernel (codegen.hpp) compiled to SPIR-V by glslang
+// at run time (glsl_compiler.hpp) and made a pipeline, cached at three levels:
+//   - in the Runner: one pipeline per KernelSpec, created on first use;
+//   - SPIR-V in memory (the process) and on disk (disk_cache.hpp, under the user's cache
+//     folder), keyed by a hash of the generated GLSL (which holds the tape, the mode and the
+//     precision) and of the embedded GLSL library;
+//   - the driver's compiled code in the device's VkPipelineCache, kept on disk per device and
+//     driver version (Kernels::create_pipeline).
+// A disk entry that is missing, truncated or corrupted is rebuilt, never trusted.
+//
+// Tapes too large for one kernel fall back to the interpreter: a kernel of more statements
+// than statement_limit() is not compiled (compile time and register spills grow with it).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen.hpp"
+#include "tapevm/tape.hpp"
+#include "vulkan.hpp"
+
+namespace tapevm::gpu::detail {
+
+class Device;
+
+/// Statements a compiled kernel may have: TAPEVM_GPU_COMPILE_LIMIT, else 20000.
+std::size_t statement_limit();
+
+/// Where a compiled kernel's time went the last time it was built.
+struct CompileReport {
+    bool compiled = false;        // false: the interpreter runs this spec
+    std::string reason;           // why not (empty when compiled)
+    std::size_t statements = 0;
+    bool spirv_from_cache = false;  // SPIR-V from memory or disk instead of glslang
+    double generate_s = 0, glslang_s = 0, pipeline_s = 0;
+};
+
+/// The SPIR-V of `kernel`: from the process's memory, else the disk cache, else glslang
+/// (then stored in both). `from_cache` says which.
+std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s);
+
+class CompiledKernels {
+public:
+    CompiledKernels(Device& device, const Tape& tape);
+
+    /// The pipeline of `spec`, compiled on first use; null when `spec` falls back to the
+    /// interpreter (report(spec) says why). The caller holds the device's mutex.
+    const vk::raii::Pipeline* pipeline(const KernelSpec& spec);
+    /// What happened to `spec` (compiling it first when it is new).
+    CompileReport report(const KernelSpec& spec);
+
+private:
+    struct Entry {
+        KernelSpec spec;
+        std::optional<vk::raii::Pipeline> pipeline;
+        CompileReport report;
+    };
+    Entry& entry(const KernelSpec& spec);
+
+    Device& device_;
+    const Tape& tape_;
+    std::vector<std::unique_ptr<Entry>> entries_;
+};
+
+}  // namespace tapevm::gpu::detail
