@@ -265,36 +265,34 @@ precise float tv_expm1(float x) {
 }
 
 // ---- trigonometric ----------------------------------------------------------------------
-uint tv_two_over_pi_bits(int t) {  // bits t .. t+31 of 2/pi after the point (0 before it)
-    int j = t >> 5;
-    int s = t & 31;
-    uint w0 = j >= 0 && j < 10 ? TVF_TWO_OVER_PI[j] : 0u;
-    uint w1 = j + 1 >= 0 && j + 1 < 10 ? TVF_TWO_OVER_PI[j + 1] : 0u;
-    return s == 0 ? w0 : (w0 << uint(s)) | (w1 >> uint(32 - s));
-}
-void tv_add_word(inout uint p[6], int k, uint v) {
-    for (int i = k; i < 6; ++i) {
-        uint carry;
-        p[i] = uaddCarry(p[i], v, carry);
-        v = carry;
-    }
-}
+// Word j of 2/pi after the point (0 for j < 0: bits before the point).
+uint tv_two_over_pi_word(int j) { return j >= 0 && j < 10 ? TVF_TWO_OVER_PI[j] : 0u; }
+// Bits s .. s+31 of the 64-bit word w0:w1 (0 <= s <= 31; the shift of w1 is split so that
+// s = 0 never shifts by 32).
+uint tv_funnel(uint w0, uint w1, int s) { return (w0 << uint(s)) | ((w1 >> 1u) >> uint(31 - s)); }
 // Payne-Hanek (as in math_f64.glsl): |x| = M 2^e times 2/pi in fixed point, exactly, mod 4.
+// Straight-line code: the window's six words are read once, the four 24 x 32-bit products
+// summed limb by limb with their carries (so a kernel that inlines it stays small).
 void tv_reduce_large(float ax, precise out float hi, precise out float lo, out int n) {
     uint bits = floatBitsToUint(ax);
-    int e = int((bits >> 23) & 0xffu) - 150;  // ax = M 2^e
+    int e = int((bits >> 23) & 0xffu) - 150;  // ax = M 2^e, 8000 <= ax: -10 <= e <= 104
     uint m = (bits & 0x007fffffu) | 0x00800000u;
-    uint p[6];
-    for (int i = 0; i < 6; ++i) p[i] = 0u;
-    for (int k = 0; k < 4; ++k) {  // limb k (weight 2^(32k)) of the 128-bit window
-        uint h, l;
-        umulExtended(m, tv_two_over_pi_bits(e + 32 * (3 - k)), h, l);
-        tv_add_word(p, k, l);
-        tv_add_word(p, k + 1, h);
-    }
-    uint before = tv_two_over_pi_bits(e - 32) & 3u;
-    uint q = (p[4] + (m & 3u) * before) & 3u;
-    uint w3 = p[3], w2 = p[2];
+    int j = e >> 5, shift = e & 31;
+    uint t0 = tv_two_over_pi_word(j - 1), t1 = tv_two_over_pi_word(j), t2 = tv_two_over_pi_word(j + 1);
+    uint t3 = tv_two_over_pi_word(j + 2), t4 = tv_two_over_pi_word(j + 3), t5 = tv_two_over_pi_word(j + 4);
+    // Limb k (weight 2^(32k)) of the 128-bit window takes bits e + 32 (3 - k) .. of 2/pi.
+    uint h0, l0, h1, l1, h2, l2, h3, l3, c1, c2, c3;
+    umulExtended(m, tv_funnel(t4, t5, shift), h0, l0);
+    umulExtended(m, tv_funnel(t3, t4, shift), h1, l1);
+    umulExtended(m, tv_funnel(t2, t3, shift), h2, l2);
+    umulExtended(m, tv_funnel(t1, t2, shift), h3, l3);
+    uaddCarry(l1, h0, c1);  // limb 1 itself is below the fraction's 64 bits kept
+    uint w2 = uaddCarry(l2, h1 + c1, c2);  // h < 2^24: h + carry never wraps
+    uint w3 = uaddCarry(l3, h2 + c2, c3);
+    uint p4 = h3 + c3;
+    // The two bits of 2/pi before the window contribute M * (2 b1 + b0) to the integer part.
+    uint before = tv_funnel(t0, t1, shift) & 3u;
+    uint q = (p4 + (m & 3u) * before) & 3u;
     float sign = 1.0f;
     if (w3 >= 0x80000000u) {  // fraction >= 1/2: take 1 - fraction, next quadrant
         q = (q + 1u) & 3u;

@@ -235,48 +235,92 @@ precise double tv_log1p(double x) {
 // Payne-Hanek: |x| = M 2^E (M < 2^53 an integer) times 2/pi in fixed point, exactly: the
 // 53 x 192-bit product of M and the bits of 2/pi from weight 2^(E-1), kept mod 4.
 // Gives r = hi + lo in [-pi/4, pi/4] and the quadrant n (0..3) with |x| = n pi/2 + r (mod 2pi).
-uint tv_two_over_pi_bits(int t) {  // bits t .. t+31 of 2/pi after the point (0 before it)
-    int j = t >> 5;
-    int s = t & 31;
-    uint w0 = j >= 0 && j < 40 ? TVD_TWO_OVER_PI[j] : 0u;
-    uint w1 = j + 1 >= 0 && j + 1 < 40 ? TVD_TWO_OVER_PI[j + 1] : 0u;
-    return s == 0 ? w0 : (w0 << uint(s)) | (w1 >> uint(32 - s));
+// Word j of 2/pi after the point (0 for j < 0: bits before the point).
+uint tv_two_over_pi_word(int j) { return j >= 0 && j < 40 ? TVD_TWO_OVER_PI[j] : 0u; }
+// Bits s .. s+31 of the 64-bit word w0:w1 (0 <= s <= 31; the shift of w1 is split so that
+// s = 0 never shifts by 32).
+uint tv_funnel(uint w0, uint w1, int s) { return (w0 << uint(s)) | ((w1 >> 1u) >> uint(31 - s)); }
+// acc += v, counting the carry out in `carry`.
+void tv_accumulate(inout uint acc, uint v, inout uint carry) {
+    uint c;
+    acc = uaddCarry(acc, v, c);
+    carry += c;
 }
-void tv_add_word(inout uint p[8], int k, uint v) {
-    for (int i = k; i < 8; ++i) {
-        uint carry;
-        p[i] = uaddCarry(p[i], v, carry);
-        v = carry;
-    }
-}
+// Straight-line code: the window's eight words are read once, and the products of the
+// mantissa's low (32-bit) and high (21-bit) words with the six window words are summed limb by
+// limb with their carries (so a kernel that inlines it stays small).
 void tv_reduce_large(double ax, precise out double hi, precise out double lo, out int n) {
-    int e = int((tv_hi(ax) >> 20) & 0x7ffu) - 1075;  // ax = M 2^e
+    int e = int((tv_hi(ax) >> 20) & 0x7ffu) - 1075;  // ax = M 2^e, 1.6e6 <= ax: -32 <= e <= 971
     uint mh = (tv_hi(ax) & 0x000fffffu) | 0x00100000u, ml = tv_lo(ax);
-    uint p[8];
-    for (int i = 0; i < 8; ++i) p[i] = 0u;
-    for (int k = 0; k < 6; ++k) {  // limb k (weight 2^(32k)) of the 192-bit window
-        uint w = tv_two_over_pi_bits(e + 32 * (5 - k));
-        uint h, l;
-        umulExtended(ml, w, h, l);
-        tv_add_word(p, k, l);
-        tv_add_word(p, k + 1, h);
-        umulExtended(mh, w, h, l);
-        tv_add_word(p, k + 1, l);
-        tv_add_word(p, k + 2, h);
-    }
+    int j = e >> 5, shift = e & 31;
+    uint t0 = tv_two_over_pi_word(j - 1), t1 = tv_two_over_pi_word(j), t2 = tv_two_over_pi_word(j + 1);
+    uint t3 = tv_two_over_pi_word(j + 2), t4 = tv_two_over_pi_word(j + 3), t5 = tv_two_over_pi_word(j + 4);
+    uint t6 = tv_two_over_pi_word(j + 5), t7 = tv_two_over_pi_word(j + 6);
+    // Window word k (limb weight 2^(32k)) holds bits e + 32 (5 - k) .. of 2/pi.
+    uint b0 = tv_funnel(t6, t7, shift), b1 = tv_funnel(t5, t6, shift), b2 = tv_funnel(t4, t5, shift);
+    uint b3 = tv_funnel(t3, t4, shift), b4 = tv_funnel(t2, t3, shift), b5 = tv_funnel(t1, t2, shift);
+    uint lh0, ll0, lh1, ll1, lh2, ll2, lh3, ll3, lh4, ll4, lh5, ll5;  // ml * b_k
+    uint hh0, hl0, hh1, hl1, hh2, hl2, hh3, hl3, hh4, hl4, hh5, hl5;  // mh * b_k
+    umulExtended(ml, b0, lh0, ll0);
+    umulExtended(ml, b1, lh1, ll1);
+    umulExtended(ml, b2, lh2, ll2);
+    umulExtended(ml, b3, lh3, ll3);
+    umulExtended(ml, b4, lh4, ll4);
+    umulExtended(ml, b5, lh5, ll5);
+    umulExtended(mh, b0, hh0, hl0);
+    umulExtended(mh, b1, hh1, hl1);
+    umulExtended(mh, b2, hh2, hl2);
+    umulExtended(mh, b3, hh3, hl3);
+    umulExtended(mh, b4, hh4, hl4);
+    umulExtended(mh, b5, hh5, hl5);
+    // Limb i = ll_i + lh_(i-1) + hl_(i-1) + hh_(i-2) + the carry of limb i - 1.
+    uint carry = 0u, next = 0u;
+    uint p1 = ll1;
+    tv_accumulate(p1, lh0, next);
+    tv_accumulate(p1, hl0, next);
+    carry = next;
+    next = 0u;
+    uint p2 = ll2;
+    tv_accumulate(p2, lh1, next);
+    tv_accumulate(p2, hl1, next);
+    tv_accumulate(p2, hh0, next);
+    tv_accumulate(p2, carry, next);
+    carry = next;
+    next = 0u;
+    uint p3 = ll3;
+    tv_accumulate(p3, lh2, next);
+    tv_accumulate(p3, hl2, next);
+    tv_accumulate(p3, hh1, next);
+    tv_accumulate(p3, carry, next);
+    carry = next;
+    next = 0u;
+    uint p4 = ll4;
+    tv_accumulate(p4, lh3, next);
+    tv_accumulate(p4, hl3, next);
+    tv_accumulate(p4, hh2, next);
+    tv_accumulate(p4, carry, next);
+    carry = next;
+    next = 0u;
+    uint p5 = ll5;
+    tv_accumulate(p5, lh4, next);
+    tv_accumulate(p5, hl4, next);
+    tv_accumulate(p5, hh3, next);
+    tv_accumulate(p5, carry, next);
+    carry = next;
+    uint p6 = lh5 + hl5 + hh4 + carry;  // only its two low bits are kept (mod 4)
     // The two bits of 2/pi before the window contribute M * (2 b1 + b0) to the integer part.
-    uint before = tv_two_over_pi_bits(e - 32) & 3u;
-    uint q = (p[6] + (ml & 3u) * before) & 3u;
-    uint w5 = p[5], w4 = p[4], w3 = p[3], w2 = p[2];
+    uint before = tv_funnel(t0, t1, shift) & 3u;
+    uint q = (p6 + (ml & 3u) * before) & 3u;
+    uint w5 = p5, w4 = p4, w3 = p3, w2 = p2;
     double sign = 1.0LF;
     if (w5 >= 0x80000000u) {  // fraction >= 1/2: take 1 - fraction, next quadrant
         q = (q + 1u) & 3u;
         sign = -1.0LF;
-        uint carry;
-        w2 = uaddCarry(~w2, 1u, carry);
-        w3 = uaddCarry(~w3, carry, carry);
-        w4 = uaddCarry(~w4, carry, carry);
-        w5 = ~w5 + carry;
+        uint c;
+        w2 = uaddCarry(~w2, 1u, c);
+        w3 = uaddCarry(~w3, c, c);
+        w4 = uaddCarry(~w4, c, c);
+        w5 = ~w5 + c;
     }
     double s, err;
     tv_two_sum(double(w5) * 2.3283064365386963e-10LF, double(w4) * 5.421010862427522e-20LF, s, err);

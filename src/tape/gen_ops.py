@@ -233,6 +233,27 @@ def header_op(table):
         "constexpr std::uint32_t arity(Op op) { return info(op).arity; }",
         "constexpr bool has_flag(Op op, std::uint32_t flag) { return (info(op).flags & flag) != 0; }",
         "",
+        "/// A unary op whose only partial is exactly the value of another unary op at the same",
+        "/// operand, or its negation (Sin: Cos, Cos: -Sin): the same formula, so a backend that has",
+        "/// that op's value at that operand already may take the partial from it, bit for bit.",
+        "struct PartialSibling {",
+        "    Op op;",
+        "    bool negated;",
+        "};",
+        "",
+        "constexpr std::optional<PartialSibling> partial_sibling(Op op) {",
+        "    switch (op) {",
+    ]
+    for op in ops:
+        sibling = partial_sibling(ops, op)
+        if sibling:
+            lines.append(f"        case Op::{op['name']}: return PartialSibling{{Op::{sibling[0]}, "
+                         f"{'true' if sibling[1] else 'false'}}};")
+    lines += [
+        "        default: return std::nullopt;",
+        "    }",
+        "}",
+        "",
         "/// The op whose short name (as printed in dumps) is `text`, if any.",
         "constexpr std::optional<Op> op_from_text(std::string_view text) {",
         "    for (std::uint32_t number = 0; number < op_count; ++number) {",
@@ -245,6 +266,22 @@ def header_op(table):
         "",
     ]
     return "\n".join(lines)
+
+
+def partial_sibling(ops, op):
+    """(name, negated) when `op` is unary, has no lets and its one partial is exactly another
+    unary op's value formula, or that negated (both over operand a); None otherwise."""
+    if op["arity"] != 1 or op["lets"] or len(op["partials"]) != 1:
+        return None
+    partial = ast.parse(op["partials"][0], mode="eval").body
+    negated = isinstance(partial, ast.UnaryOp) and isinstance(partial.op, ast.USub)
+    target = ast.dump(partial.operand if negated else partial)
+    for other in ops:
+        if other is op or other["arity"] != 1 or not other["value"] or other["flags"] & {"immediate"}:
+            continue
+        if ast.dump(ast.parse(other["value"], mode="eval").body) == target:
+            return other["name"], negated
+    return None
 
 
 def partial_reads(op):

@@ -1,9 +1,11 @@
 #include "codegen.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -44,7 +46,9 @@ std::string real_literal(double value, bool double_precision) {
 
 bool has_partials(Op op) { return !has_flag(op, op_flag::leaf | op_flag::step | op_flag::comparison); }
 
-std::uint32_t operand(const Instruction& ins, std::uint32_t k) { return k == 0 ? ins.a : (k == 1 ? ins.b : ins.c); }
+std::uint32_t operand(const Instruction& ins, std::uint32_t k) {
+    return k == 0 ? ins.a : (k == 1 ? ins.b : ins.c);
+}
 
 std::string u(std::uint64_t value) { return std::to_string(value) + "u"; }
 
@@ -80,7 +84,8 @@ public:
         for (std::uint32_t s = 0; s < slots_; ++s) {
             const Instruction& ins = instructions[s];
             depends_[s] = ins.op == Op::Input;
-            for (std::uint32_t k = 0; k < arity(ins.op); ++k) depends_[s] = depends_[s] || depends_[operand(ins, k)];
+            for (std::uint32_t k = 0; k < arity(ins.op); ++k)
+                depends_[s] = depends_[s] || depends_[operand(ins, k)];
         }
         for (const std::uint32_t o : tape.outputs()) live_[o] = true;
         for (const Guard& guard : tape.guards()) live_[guard.slot] = true;
@@ -89,28 +94,51 @@ public:
             const Instruction& ins = instructions[s];
             for (std::uint32_t k = 0; k < arity(ins.op); ++k) live_[operand(ins, k)] = true;
         }
+        for (std::uint32_t s = 0; s < slots_; ++s)
+            if (live_[s] && arity(instructions[s].op) == 1)
+                unary_.emplace(std::pair(instructions[s].op, instructions[s].a), s);
+        const std::uint64_t element = spec.double_precision ? 8 : 4;
+        const auto fits = [&](std::uint32_t stride) {
+            return std::uint64_t{spec.workgroup} * stride * element <= staging_bytes_limit;
+        };
+        stage_inputs_ = spec.staging && n() > 1 && fits(input_stride());
+        stage_results_ = spec.staging && result_width() > 1 && fits(result_stride());
     }
 
     GeneratedKernel run() {
         prelude();
         w_.raw("void main() {\n");
-        w_.line("uint lane = gl_GlobalInvocationID.x;");
-        w_.line("if (lane >= pc.points) return;");
-        w_.line("uint in_base = lane * " + u(tape_.input_count()) + ";");
+        // Lanes past the chunk's end compute on clamped (in-bounds) operands and write nothing,
+        // so that every invocation reaches the barriers of the staged loads and stores.
+        w_.line("uint local_lane = gl_LocalInvocationID.x;");
+        w_.line("uint group_first = gl_WorkGroupID.x * " + u(spec_.workgroup) + ";");
+        w_.line("uint group_points = min(" + u(spec_.workgroup) + ", pc.points - group_first);");
+        w_.line("bool in_chunk = local_lane < group_points;");
+        w_.line("uint lane = group_first + min(local_lane, group_points - 1u);");
+        if (stage_inputs_) {
+            copy_loop(
+                "tile[row * " + u(input_stride()) + " + column] = inputs[group_first * " + u(n()) + " + i];",
+                n());
+            w_.line("barrier();");
+        }
+        w_.line("uint in_base = " +
+                (stage_inputs_ ? "local_lane * " + u(input_stride()) : "lane * " + u(n())) + ";");
         if (tape_.param_count() > 0)
-            w_.line("uint par_base = pc.params_per_point != 0u ? lane * " + u(tape_.param_count()) + " : 0u;");
+            w_.line("uint par_base = pc.params_per_point != 0u ? lane * " + u(tape_.param_count()) +
+                    " : 0u;");
         switch (spec_.kernel) {
             case Kernel::forward:
                 values();
-                for (std::uint32_t j = 0; j < tape_.output_count(); ++j)
-                    w_.line("results[lane * " + u(tape_.output_count()) + " + " + u(j) + "] = " +
-                             value(tape_.outputs()[j]) + ";");
+                for (std::uint32_t j = 0; j < m(); ++j) results_.push_back(value(tape_.outputs()[j]));
                 break;
             case Kernel::reverse: reverse(); break;
             case Kernel::tangent: tangent(); break;
             case Kernel::hvp: hvp(); break;
-            default: throw Error(std::string("gpu::compile: no compiled form of the ") + kernel_name(spec_.kernel) + " kernel");
+            default:
+                throw Error(std::string("gpu::compile: no compiled form of the ") +
+                            kernel_name(spec_.kernel) + " kernel");
         }
+        store_results();
         guards();
         w_.raw("}\n");
         return {std::move(w_.text()), w_.statements()};
@@ -124,28 +152,35 @@ private:
 
     void prelude() {
         const bool d = spec_.double_precision;
-        w_.raw("// tapevm compiled kernel: " + spec_name(spec_, tape_) + ", " + (d ? "double" : "float") + ", " +
-               std::to_string(slots_) + " instructions, " + std::to_string(n()) + " inputs, " +
+        w_.raw("// tapevm compiled kernel: " + spec_name(spec_, tape_) + ", " + (d ? "double" : "float") +
+               ", " + std::to_string(slots_) + " instructions, " + std::to_string(n()) + " inputs, " +
                std::to_string(m()) + " outputs\n");
         w_.raw("#version 450\n#extension GL_GOOGLE_include_directive : require\n");
         w_.raw(std::string("#define REAL ") + (d ? "double" : "float") + "\n#define REAL_IS_DOUBLE " +
                (d ? "1" : "0") + "\n");
         w_.raw("#include \"ops.glsl\"\n");
         if (dual()) w_.raw("#include \"dual_ops.glsl\"\n");
-        w_.raw("layout(local_size_x = 64, local_size_x_id = 0) in;\n#include \"push_constants.h\"\n");
+        w_.raw("layout(local_size_x = " + std::to_string(spec_.workgroup) +
+               ") in;\n#include \"push_constants.h\"\n");
         w_.raw("layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };\n");
-        w_.raw("layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; };\n");
+        if (!tape_.guards().empty())
+            w_.raw("layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; };\n");
+        const std::uint32_t tile =
+            std::max(stage_inputs_ ? input_stride() : 0u, stage_results_ ? result_stride() : 0u);
+        if (tile > 0)  // the workgroup's rows of inputs, then of results, in shared memory
+            w_.raw("shared REAL tile[" + std::to_string(std::uint64_t{tile} * spec_.workgroup) + "];\n");
         w_.raw("bool tvc_truth(REAL x) { return !(x == REAL(0)); }\n\n");
     }
 
     // The value of leaf `ins` as a REAL expression.
     std::string leaf(const Instruction& ins) const {
-        if (ins.op == Op::Input) return "inputs[in_base + " + u(ins.a) + "]";
+        if (ins.op == Op::Input)
+            return std::string(stage_inputs_ ? "tile" : "inputs") + "[in_base + " + u(ins.a) + "]";
         if (ins.op == Op::Param) return "params[par_base + " + u(ins.a) + "]";
         return real_literal(tape_.constants()[ins.a], spec_.double_precision);
     }
@@ -153,7 +188,8 @@ private:
     // Arguments of op functions: the operands' variables (and Powi's exponent).
     std::string arguments(const Instruction& ins) const {
         std::string text;
-        for (std::uint32_t k = 0; k < arity(ins.op); ++k) text += (k ? ", v" : "v") + std::to_string(operand(ins, k));
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k)
+            text += (k ? ", v" : "v") + std::to_string(operand(ins, k));
         if (has_flag(ins.op, op_flag::immediate)) text += ", " + std::to_string(powi_exponent(ins));
         return text;
     }
@@ -167,10 +203,12 @@ private:
             const std::string v = var("v", s);
             if (!dual()) {
                 w_.line("REAL " + v + " = " +
-                        (arity(ins.op) == 0 ? leaf(ins) : "tv_value_" + op_name(ins.op) + "(" + arguments(ins) + ")") +
+                        (arity(ins.op) == 0 ? leaf(ins)
+                                            : "tv_value_" + op_name(ins.op) + "(" + arguments(ins) + ")") +
                         ";");
             } else if (ins.op == Op::Input) {
-                w_.line("Dual " + v + " = Dual(" + leaf(ins) + ", extra1[lane * " + u(n()) + " + " + u(ins.a) + "]);");
+                w_.line("Dual " + v + " = Dual(" + leaf(ins) + ", extra1[lane * " + u(n()) + " + " +
+                        u(ins.a) + "]);");
             } else if (arity(ins.op) == 0) {
                 w_.line("Dual " + v + " = td_const(" + leaf(ins) + ");");
             } else {
@@ -189,10 +227,25 @@ private:
         return text + ", " + std::to_string(has_flag(ins.op, op_flag::immediate) ? powi_exponent(ins) : 0);
     }
 
+    // Sin's partial is cos(a): the value of a Cos of the same operand, when the tape computes
+    // one, bit for bit (the same formula, in scalars and in duals), instead of a second cos.
+    // The slot holding it and whether the partial is its negation (Cos: -sin(a)).
+    std::optional<std::pair<std::uint32_t, bool>> sibling_slot(const Instruction& ins) const {
+        const auto sibling = partial_sibling(ins.op);
+        if (!sibling) return std::nullopt;
+        const auto found = unary_.find(std::pair(sibling->op, ins.a));
+        if (found == unary_.end()) return std::nullopt;
+        return std::pair(found->second, sibling->negated);
+    }
+
     // The partials of slot s into p<s>_0.. (scalar kernels).
     void partials(std::uint32_t s) {
         const Instruction& ins = tape_.instructions()[s];
         const std::string p = var("p", s) + "_";
+        if (const auto sibling = sibling_slot(ins)) {
+            w_.line("REAL " + p + "0 = " + (sibling->second ? "-" : "") + value(sibling->first) + ";");
+            return;
+        }
         std::string declared = "REAL ";
         std::string outs;
         for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
@@ -200,7 +253,8 @@ private:
             outs += ", " + p + std::to_string(k);
         }
         w_.line(declared + ";");
-        w_.line("tv_partials_" + op_name(ins.op) + "(" + arguments(ins) + ", v" + std::to_string(s) + outs + ");");
+        w_.line("tv_partials_" + op_name(ins.op) + "(" + arguments(ins) + ", v" + std::to_string(s) + outs +
+                ");");
     }
 
     // Reverse mode in vector form: K sweeps (seeds) over the same values and partials. An
@@ -210,7 +264,8 @@ private:
         values();
         if (spec_.write_values)
             for (std::uint32_t j = 0; j < m(); ++j)
-                w_.line("values[lane * " + u(m()) + " + " + u(j) + "] = " + value(tape_.outputs()[j]) + ";");
+                w_.line("if (in_chunk) values[lane * " + u(m()) + " + " + u(j) +
+                        "] = " + value(tape_.outputs()[j]) + ";");
         const std::uint32_t seeds = spec_.directions;
         std::vector<std::vector<bool>> declared(seeds, std::vector<bool>(slots_, false));
         const auto contribute = [&](std::uint32_t k, std::uint32_t target, const std::string& amount) {
@@ -218,7 +273,7 @@ private:
             if (declared[k][target]) {
                 w_.line(g + " += " + amount + ";");
             } else {
-                w_.line("REAL " + g + " = " + amount + ";");
+                w_.line("precise REAL " + g + " = " + amount + ";");
                 declared[k][target] = true;
             }
         };
@@ -226,8 +281,10 @@ private:
             for (std::uint32_t j = 0; j < m(); ++j) {
                 const std::uint32_t o = tape_.outputs()[j];
                 if (!depends_[o]) continue;
-                if (spec_.seeds_from_buffer) contribute(k, o, "extra0[lane * " + u(m()) + " + " + u(j) + "]");
-                else if (j == k) contribute(k, o, "REAL(1)");
+                if (spec_.seeds_from_buffer)
+                    contribute(k, o, "extra0[lane * " + u(m()) + " + " + u(j) + "]");
+                else if (j == k)
+                    contribute(k, o, "REAL(1)");
             }
         }
         const auto instructions = tape_.instructions();
@@ -243,15 +300,16 @@ private:
                 const std::string g = var("g", k) + "_" + std::to_string(s);
                 for (std::uint32_t i = 0; i < arity(ins.op); ++i) {
                     if (!depends_[operand(ins, i)]) continue;
-                    contribute(k, operand(ins, i),
-                               "tv_contribution(p" + std::to_string(s) + "_" + std::to_string(i) + ", " + g + ")");
+                    contribute(
+                        k, operand(ins, i),
+                        "tv_contribution(p" + std::to_string(s) + "_" + std::to_string(i) + ", " + g + ")");
                 }
             }
         }
         for (std::uint32_t k = 0; k < seeds; ++k)
             for (std::uint32_t i = 0; i < n(); ++i)
-                w_.line("results[(lane * " + u(seeds) + " + " + u(k) + ") * " + u(n()) + " + " + u(i) + "] = " +
-                        (declared[k][i] ? var("g", k) + "_" + std::to_string(i) : std::string("REAL(0)")) + ";");
+                results_.push_back(declared[k][i] ? var("g", k) + "_" + std::to_string(i)
+                                                  : std::string("REAL(0)"));
     }
 
     // Forward (tangent) mode: K directions; a tangent known to be zero is not computed.
@@ -286,19 +344,18 @@ private:
                 for (std::uint32_t i = 0; i < arity(ins.op); ++i) {
                     const std::string& tangent = t[k][operand(ins, i)];
                     if (tangent.empty()) continue;
-                    sum += (sum.empty() ? "" : " + ") + std::string("tv_contribution(p") + std::to_string(s) + "_" +
-                           std::to_string(i) + ", " + tangent + ")";
+                    sum += (sum.empty() ? "" : " + ") + std::string("tv_contribution(p") + std::to_string(s) +
+                           "_" + std::to_string(i) + ", " + tangent + ")";
                 }
                 if (sum.empty()) continue;
                 t[k][s] = var("t", k) + "_" + std::to_string(s);
-                w_.line("REAL " + t[k][s] + " = " + sum + ";");
+                w_.line("precise REAL " + t[k][s] + " = " + sum + ";");
             }
         }
         for (std::uint32_t j = 0; j < m(); ++j)
             for (std::uint32_t k = 0; k < directions; ++k) {
                 const std::string& tangent = t[k][tape_.outputs()[j]];
-                w_.line("results[(lane * " + u(m()) + " + " + u(j) + ") * " + u(directions) + " + " + u(k) + "] = " +
-                        (tangent.empty() ? "REAL(0)" : tangent) + ";");
+                results_.push_back(tangent.empty() ? "REAL(0)" : tangent);
             }
     }
 
@@ -331,9 +388,16 @@ private:
             const std::string g = var("g", s);
             const std::string q = var("q", s) + "_";
             w_.raw("    if (!td_is_zero(" + g + ")) {\n");
-            w_.line("    Dual " + q + "0, " + q + "1, " + q + "2;");
-            w_.line("    td_partials_" + op_name(ins.op) + "(" + dual_operands(ins) + ", " + var("v", s) + ", " + q + "0, " +
-                    q + "1, " + q + "2);");
+            if (const auto sibling = sibling_slot(ins)) {  // the dual partial is the sibling's dual value
+                w_.line("    Dual " + q + "0 = " +
+                        (sibling->second ? "td_neg(" + var("v", sibling->first) + ")"
+                                         : var("v", sibling->first)) +
+                        ";");
+            } else {
+                w_.line("    Dual " + q + "0, " + q + "1, " + q + "2;");
+                w_.line("    td_partials_" + op_name(ins.op) + "(" + dual_operands(ins) + ", " + var("v", s) +
+                        ", " + q + "0, " + q + "1, " + q + "2);");
+            }
             for (std::uint32_t i = 0; i < targets.size(); ++i)
                 if (!targets[i].empty())
                     w_.line("    " + targets[i] + " = td_add(" + targets[i] + ", td_contribution(" + q +
@@ -341,22 +405,71 @@ private:
             w_.raw("    }\n");
         }
         for (std::uint32_t i = 0; i < n(); ++i)
-            w_.line("results[lane * " + u(n()) + " + " + u(i) + "] = " +
-                    (declared[i] ? var("g", i) + ".t" : std::string("REAL(0)")) + ";");
+            results_.push_back(declared[i] ? var("g", i) + ".t" : std::string("REAL(0)"));
     }
 
     void guards() {
+        if (tape_.guards().empty()) return;  // no flags to write (the runner reads none)
         std::string failed;
         for (const Guard& guard : tape_.guards())
             failed += (failed.empty() ? "" : " || ") + std::string("tvc_truth(") + value(guard.slot) +
                       (guard.expected ? ") != true" : ") != false");
-        w_.line("diverged[lane] = " + (failed.empty() ? std::string("0u") : "(" + failed + ") ? 1u : 0u") + ";");
+        w_.line("if (in_chunk) diverged[lane] = (" + failed + ") ? 1u : 0u;");
     }
+
+    // Rows of `width` values are `stride` apart in the tile: an odd stride, so that lanes
+    // reading their own rows hit different shared-memory banks.
+    static std::uint32_t odd_stride(std::uint32_t width) { return width | 1u; }
+    std::uint32_t input_stride() const { return odd_stride(n()); }
+    std::uint32_t result_width() const {
+        switch (spec_.kernel) {
+            case Kernel::forward: return m();
+            case Kernel::reverse: return spec_.directions * n();
+            case Kernel::tangent: return m() * spec_.directions;
+            default: return n();
+        }
+    }
+    std::uint32_t result_stride() const { return odd_stride(result_width()); }
+
+    // A workgroup-wide copy of the group's rows of `width` values, element i (row, column) of
+    // them at a time, consecutive lanes on consecutive elements (coalesced device accesses).
+    void copy_loop(const std::string& statement, std::uint32_t width) {
+        w_.line("for (uint i = local_lane; i < group_points * " + u(width) + "; i += " + u(spec_.workgroup) +
+                ") {");
+        w_.line("    uint row = i / " + u(width) + ", column = i - row * " + u(width) + ";");
+        w_.line("    " + statement);
+        w_.line("}");
+    }
+
+    // The results, row-major [points][result_width()]: through the tile (each lane writes its
+    // row there, then the workgroup stores all rows with consecutive addresses), or directly.
+    void store_results() {
+        const std::uint32_t width = result_width();
+        if (!stage_results_) {
+            for (std::uint32_t j = 0; j < results_.size(); ++j)
+                w_.line("if (in_chunk) results[lane * " + u(width) + " + " + u(j) + "] = " + results_[j] +
+                        ";");
+            return;
+        }
+        w_.line("barrier();");  // every lane has read its inputs from the tile
+        for (std::uint32_t j = 0; j < results_.size(); ++j)
+            w_.line("tile[local_lane * " + u(result_stride()) + " + " + u(j) + "] = " + results_[j] + ";");
+        w_.line("barrier();");
+        copy_loop(
+            "results[group_first * " + u(width) + " + i] = tile[row * " + u(result_stride()) + " + column];",
+            width);
+    }
+
+    // Shared memory a kernel may take for staging (the rest stays free for occupancy).
+    static constexpr std::uint64_t staging_bytes_limit = 16 * 1024;
 
     const Tape& tape_;
     KernelSpec spec_;
     std::uint32_t slots_;
     std::vector<bool> depends_, live_;
+    std::map<std::pair<Op, std::uint32_t>, std::uint32_t> unary_;  // (op, operand) -> a live slot
+    bool stage_inputs_ = false, stage_results_ = false;
+    std::vector<std::string> results_;  // the result row's expressions, in order
     Writer w_;
 };
 
@@ -367,7 +480,9 @@ std::string spec_name(const KernelSpec& spec, const Tape& tape) {
     switch (spec.kernel) {
         case Kernel::forward: name = "forward"; break;
         case Kernel::reverse:
-            name = spec.seeds_from_buffer ? "vjp" : (spec.directions == 1 && tape.output_count() == 1 ? "gradient" : "jacobian-reverse");
+            name = spec.seeds_from_buffer
+                       ? "vjp"
+                       : (spec.directions == 1 && tape.output_count() == 1 ? "gradient" : "jacobian-reverse");
             break;
         case Kernel::tangent: name = spec.seeds_from_buffer ? "jvp" : "jacobian-forward"; break;
         case Kernel::hvp: name = "hvp"; break;
@@ -376,6 +491,8 @@ std::string spec_name(const KernelSpec& spec, const Tape& tape) {
     return spec.write_values ? name + "+values" : name;
 }
 
-GeneratedKernel generate_glsl(const Tape& tape, const KernelSpec& spec) { return Generator(tape, spec).run(); }
+GeneratedKernel generate_glsl(const Tape& tape, const KernelSpec& spec) {
+    return Generator(tape, spec).run();
+}
 
 }  // namespace tapevm::gpu::detail

@@ -3,12 +3,15 @@
 // of the interpreter's work buffer, forward and reverse sweeps fused in one pass.
 //
 // A generated kernel replaces one interpreter kernel exactly: same bindings (set 0 of
-// shaders/interpreter.glsl; the program, constants and work buffers are unused), the same push
-// constants (only `points` and `params_per_point` are read: the tape's counts are compiled
-// in), the same results layout, one invocation per point. The formulas are ops.glsl's
-// tv_value_<op> and tv_partials_<op> (and dual_ops.glsl's for hvp), generated from the op
-// table like the interpreter's, and the sweeps follow the reference VM's order of operations,
-// so compiled kernels and the interpreter agree on every op and edge case.
+// shaders/interpreter.glsl; the program, constants and work buffers are unused, the guard
+// flags are written only when the tape has guards), the same push constants (only `points`
+// and `params_per_point` are read: the tape's counts are compiled in), the same results layout,
+// one invocation per point. Inputs and results are staged through shared memory (KernelSpec::staging).
+// A unary op whose partial is another op's value at the same operand (Sin: Cos) takes it from
+// that op's slot when the tape has it (partial_sibling, generated from the op table). The formulas are
+// ops.glsl's tv_value_<op> and tv_partials_<op> (and dual_ops.glsl's for hvp), generated from the op table
+// like the interpreter's, and the sweeps follow the reference VM's order of operations, so compiled kernels
+// and the interpreter agree on every op and edge case.
 #pragma once
 
 #include <cstddef>
@@ -25,11 +28,17 @@ namespace tapevm::gpu::detail {
 struct KernelSpec {
     Kernel kernel = Kernel::forward;  // forward, reverse, tangent or hvp
     bool double_precision = false;
-    std::uint32_t directions = 0;     // reverse: seeds K; tangent: directions K
-    bool seeds_from_buffer = false;   // seeds (vjp) or directions (jvp) from extra0, else unit vectors
+    std::uint32_t directions = 0;    // reverse: seeds K; tangent: directions K
+    bool seeds_from_buffer = false;  // seeds (vjp) or directions (jvp) from extra0, else unit vectors
     /// Reverse kernels also write the outputs' values to binding 9 ([points][m]): a loss and
     /// its gradient in one dispatch.
     bool write_values = false;
+    /// Invocations per workgroup (workgroup_size(): the runner dispatches that many per group).
+    std::uint32_t workgroup = 64;
+    /// Inputs and results go through shared memory, so that device memory is read and written
+    /// with consecutive addresses per workgroup instead of one row per invocation (where a
+    /// workgroup's rows fit in 16 KiB); TAPEVM_GPU_COMPILE_STAGING=0 turns it off for A/B runs.
+    bool staging = true;
 
     friend bool operator==(const KernelSpec&, const KernelSpec&) = default;
 };

@@ -47,22 +47,40 @@ std::string hex64(std::uint64_t value) {
     return text;
 }
 
+// The process's SPIR-V, by key.
+struct MemoryCache {
+    std::mutex mutex;
+    std::map<std::string, std::vector<std::uint32_t>> spirv;
+};
+MemoryCache& memory_cache() {
+    static MemoryCache cache;
+    return cache;
+}
+
 }  // namespace
 
-std::size_t statement_limit() {
+std::size_t statement_limit(std::string_view device_type) {
     if (const char* text = std::getenv("TAPEVM_GPU_COMPILE_LIMIT"); text != nullptr && *text != '\0') {
         char* end = nullptr;
         const unsigned long long value = std::strtoull(text, &end, 10);
-        if (end == nullptr || *end != '\0')
-            throw Error(std::string("TAPEVM_GPU_COMPILE_LIMIT: expected a number of statements, got '") + text + "'");
+        if (end == nullptr || *end != '\0' || *text == '-')
+            throw Error(std::string("TAPEVM_GPU_COMPILE_LIMIT: expected a number of statements, got '") +
+                        text + "'");
         return static_cast<std::size_t>(value);
     }
-    return 20000;
+    return device_type == "cpu" ? 2500 : 20000;
+}
+
+void clear_spirv_memory_cache() {
+    MemoryCache& cache = memory_cache();
+    const std::lock_guard lock(cache.mutex);
+    cache.spirv.clear();
 }
 
 std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s) {
-    static std::mutex mutex;
-    static std::map<std::string, std::vector<std::uint32_t>> memory;
+    MemoryCache& cache = memory_cache();
+    std::mutex& mutex = cache.mutex;
+    auto& memory = cache.spirv;
     // The key holds the whole text's hash and its length; the disk entry holds the key itself.
     const std::string key = "spirv-" + hex64(hash64(bytes_of(kernel.glsl), library_fingerprint())) + "-" +
                             std::to_string(kernel.glsl.size());
@@ -103,15 +121,15 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
     const GeneratedKernel kernel = generate_glsl(tape_, spec);
     report.generate_s = seconds_since(start);
     report.statements = kernel.statements;
-    const std::size_t limit = statement_limit();
+    const std::size_t limit = statement_limit(device_.info().type);
     if (kernel.statements > limit) {
-        report.reason = std::to_string(kernel.statements) + " statements, over the limit of " + std::to_string(limit) +
-                        " (TAPEVM_GPU_COMPILE_LIMIT)";
+        report.reason = std::to_string(kernel.statements) + " statements, over the limit of " +
+                        std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
     } else {
         const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
         const auto pipeline_start = Clock::now();
-        entry->pipeline.emplace(device_.kernels().create_pipeline(
-            code, spec.double_precision, "compiled " + spec_name(spec, tape_)));
+        entry->pipeline.emplace(device_.kernels().create_pipeline(code, spec.double_precision,
+                                                                  "compiled " + spec_name(spec, tape_)));
         report.pipeline_s = seconds_since(pipeline_start);
         report.compiled = true;
     }

@@ -9,13 +9,15 @@
 // A disk entry that is missing, truncated or corrupted is rebuilt, never trusted.
 //
 // Tapes too large for one kernel fall back to the interpreter: a kernel of more statements
-// than statement_limit() is not compiled (compile time and register spills grow with it).
+// than statement_limit() is not compiled (compile time and register spills grow with it; on a
+// CPU device such as lavapipe, compiling takes ~1 ms per statement, so the limit is lower there).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen.hpp"
@@ -26,13 +28,14 @@ namespace tapevm::gpu::detail {
 
 class Device;
 
-/// Statements a compiled kernel may have: TAPEVM_GPU_COMPILE_LIMIT, else 20000.
-std::size_t statement_limit();
+/// Statements a compiled kernel may have on a device of `device_type` (DeviceInfo::type):
+/// TAPEVM_GPU_COMPILE_LIMIT, else 20000 on GPUs and 2500 on CPU devices.
+std::size_t statement_limit(std::string_view device_type);
 
 /// Where a compiled kernel's time went the last time it was built.
 struct CompileReport {
-    bool compiled = false;        // false: the interpreter runs this spec
-    std::string reason;           // why not (empty when compiled)
+    bool compiled = false;  // false: the interpreter runs this spec
+    std::string reason;     // why not (empty when compiled)
     std::size_t statements = 0;
     bool spirv_from_cache = false;  // SPIR-V from memory or disk instead of glslang
     double generate_s = 0, glslang_s = 0, pipeline_s = 0;
@@ -41,6 +44,9 @@ struct CompileReport {
 /// The SPIR-V of `kernel`: from the process's memory, else the disk cache, else glslang
 /// (then stored in both). `from_cache` says which.
 std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s);
+/// Forgets the SPIR-V held in memory (as a new process starts): the next kernel_spirv() of a
+/// kernel reads the disk cache. For tests.
+void clear_spirv_memory_cache();
 
 class CompiledKernels {
 public:

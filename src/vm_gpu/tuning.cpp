@@ -34,9 +34,11 @@ Tuning read_tuning() {
     }
     tuning.workgroup_size = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_WORKGROUP", 64, 32, 1024));
     if ((tuning.workgroup_size & (tuning.workgroup_size - 1)) != 0)
-        throw Error("TAPEVM_GPU_WORKGROUP must be a power of two, not " + std::to_string(tuning.workgroup_size));
+        throw Error("TAPEVM_GPU_WORKGROUP must be a power of two, not " +
+                    std::to_string(tuning.workgroup_size));
     tuning.chunk_points = whole_number("TAPEVM_GPU_CHUNK_POINTS", 0, 1, std::size_t{1} << 32);
     tuning.pipeline_stats = whole_number("TAPEVM_GPU_PIPELINE_STATS", 0, 0, 1) == 1;
+    tuning.compile_staging = whole_number("TAPEVM_GPU_COMPILE_STAGING", 1, 0, 1) == 1;
     return tuning;
 }
 

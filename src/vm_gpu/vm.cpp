@@ -19,6 +19,7 @@
 #include "runner.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/gpu.hpp"
+#include "tuning.hpp"
 
 namespace tapevm::gpu {
 
@@ -165,6 +166,8 @@ detail::KernelSpec spec_of(const Call& call) {
     spec.directions = call.directions;
     spec.seeds_from_buffer = call.seeds_from_buffer;
     spec.write_values = call.device_values != nullptr;
+    spec.workgroup = detail::workgroup_size();
+    spec.staging = detail::tuning().compile_staging;
     return spec;
 }
 
@@ -188,7 +191,8 @@ Report execute(Vm::Impl& impl, Call call) {
 namespace {
 detail::KernelSpec spec_of_mode(const Tape& tape, std::string_view mode, bool double_precision) {
     const Mode kind = parse_mode(tape, mode);
-    detail::KernelSpec spec = spec_of(double_precision ? plan<double>(tape, kind, 1) : plan<float>(tape, kind, 1));
+    detail::KernelSpec spec =
+        spec_of(double_precision ? plan<double>(tape, kind, 1) : plan<float>(tape, kind, 1));
     spec.write_values = kind == Mode::value_and_gradient;
     return spec;
 }
@@ -201,11 +205,11 @@ std::string generated_glsl(const Tape& tape, std::string_view mode, bool double_
 CompilePlan planned_compile(const Tape& tape, std::string_view mode, bool double_precision) {
     CompilePlan result;
     result.statements = detail::generate_glsl(tape, spec_of_mode(tape, mode, double_precision)).statements;
-    const std::size_t limit = detail::statement_limit();
+    const std::size_t limit = detail::statement_limit("discrete");
     result.compiled = result.statements <= limit;
     if (!result.compiled)
-        result.reason = std::to_string(result.statements) + " statements, over the limit of " + std::to_string(limit) +
-                        " (TAPEVM_GPU_COMPILE_LIMIT)";
+        result.reason = std::to_string(result.statements) + " statements, over the limit of " +
+                        std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
     return result;
 }
 

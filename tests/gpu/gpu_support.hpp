@@ -33,7 +33,7 @@ inline bool validation_layer_installed() {
 inline gpu::Engine test_engine() {
     const char* engine = std::getenv("TAPEVM_TEST_GPU_ENGINE");
     return engine != nullptr && std::string_view(engine) == "compiled" ? gpu::Engine::compiled
-                                                                        : gpu::Engine::interpreter;
+                                                                       : gpu::Engine::interpreter;
 }
 
 inline gpu::Options test_options(std::size_t chunk_points = 0) {
@@ -43,6 +43,33 @@ inline gpu::Options test_options(std::size_t chunk_points = 0) {
     options.engine = test_engine();
     return options;
 }
+
+/// Sets an environment variable for the scope, restoring the previous value.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        const char* old = std::getenv(name);
+        had_ = old != nullptr;
+        if (had_) old_ = old;
+        if (value != nullptr) {
+            setenv(name, value, 1);
+        } else {
+            unsetenv(name);
+        }
+    }
+    ~ScopedEnv() {
+        if (had_) {
+            setenv(name_, old_.c_str(), 1);
+        } else {
+            unsetenv(name_);
+        }
+    }
+
+private:
+    const char* name_;
+    bool had_ = false;
+    std::string old_;
+};
 
 /// `count` values, uniform in [low, high), from a fixed seed.
 template <class Real>

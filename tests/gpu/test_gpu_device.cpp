@@ -23,32 +23,6 @@ using gpu::detail::ChunkCost;
 using gpu::detail::ChunkLimits;
 using gpu::detail::select_device;
 
-// Sets an environment variable for the scope, restoring the previous value.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        const char* old = std::getenv(name);
-        had_ = old != nullptr;
-        if (had_) old_ = old;
-        if (value != nullptr) {
-            setenv(name, value, 1);
-        } else {
-            unsetenv(name);
-        }
-    }
-    ~ScopedEnv() {
-        if (had_) {
-            setenv(name_, old_.c_str(), 1);
-        } else {
-            unsetenv(name_);
-        }
-    }
-
-private:
-    const char* name_;
-    bool had_ = false;
-    std::string old_;
-};
 
 TEST_CASE("devices() lists every device with its limits") {
     const auto devices = gpu::devices();

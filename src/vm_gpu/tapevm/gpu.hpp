@@ -74,7 +74,8 @@ std::vector<std::string> validation_messages();
 ///                cached in memory and on disk (SPIR-V and the driver's pipeline cache, under
 ///                TAPEVM_CACHE_DIR, else $XDG_CACHE_HOME/tapevm, else ~/.cache/tapevm). A kernel
 ///                too large to compile well (TAPEVM_GPU_COMPILE_LIMIT statements, default
-///                20000) falls back to the interpreter; compile_plan() says which runs.
+///                20000 on GPUs and 2500 on CPU devices such as lavapipe, whose compiler is
+///                far slower) falls back to the interpreter; compile_plan() says which runs.
 enum class Engine { interpreter, compiled };
 
 /// What runs one mode: the compiled kernel or the interpreter, and what compiling it took.
@@ -92,7 +93,7 @@ struct CompilePlan {
 /// "jvp", "vjp", "hvp", "value_and_gradient") and precision. Needs no device.
 std::string generated_glsl(const Tape& tape, std::string_view mode, bool double_precision);
 
-/// What Engine::compiled would run for `tape` in `mode`: the compiled kernel, or the
+/// What Engine::compiled would run for `tape` in `mode` on a GPU: the compiled kernel, or the
 /// interpreter when the kernel is over the size limit (the reason says so). Compiles nothing
 /// and needs no device; only `compiled`, `reason` and `statements` are set.
 CompilePlan planned_compile(const Tape& tape, std::string_view mode, bool double_precision);

@@ -1,0 +1,113 @@
+// tapevm compiled kernel: jacobian-reverse, float, 22 instructions, 3 inputs, 3 outputs
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define REAL float
+#define REAL_IS_DOUBLE 0
+#include "ops.glsl"
+layout(local_size_x = 64) in;
+#include "push_constants.h"
+layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };
+layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };
+layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };
+layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; };
+shared REAL tile[576];
+bool tvc_truth(REAL x) { return !(x == REAL(0)); }
+
+void main() {
+    uint local_lane = gl_LocalInvocationID.x;
+    uint group_first = gl_WorkGroupID.x * 64u;
+    uint group_points = min(64u, pc.points - group_first);
+    bool in_chunk = local_lane < group_points;
+    uint lane = group_first + min(local_lane, group_points - 1u);
+    for (uint i = local_lane; i < group_points * 3u; i += 64u) {
+        uint row = i / 3u, column = i - row * 3u;
+        tile[row * 3u + column] = inputs[group_first * 3u + i];
+    }
+    barrier();
+    uint in_base = local_lane * 3u;
+    uint par_base = pc.params_per_point != 0u ? lane * 1u : 0u;
+    REAL v0 = tile[in_base + 0u];
+    REAL v1 = tile[in_base + 1u];
+    REAL v2 = tile[in_base + 2u];
+    REAL v3 = params[par_base + 0u];
+    REAL v4 = tv_value_cosh(v1);
+    REAL v5 = tv_value_sinh(v1);
+    REAL v6 = tv_value_mul(v3, v5);
+    REAL v7 = tv_value_cos(v0);
+    REAL v8 = tv_value_sin(v0);
+    REAL v9 = tv_value_mul(v7, v8);
+    REAL v10 = tv_value_add(v6, v9);
+    REAL v11 = tv_value_sub(v10, v4);
+    REAL v12 = uintBitsToFloat(0x00000000u) /* 0 */;
+    REAL v13 = tv_value_gt(v2, v12);
+    REAL v14 = tv_value_sin(v2);
+    REAL v15 = tv_value_cos(v2);
+    REAL v16 = tv_value_mul(v14, v15);
+    REAL v17 = tv_value_add(v11, v16);
+    REAL v18 = tv_value_signum(v1);
+    REAL v19 = tv_value_abs(v1);
+    REAL v20 = tv_value_add(v18, v19);
+    REAL v21 = uintBitsToFloat(0x40400000u) /* 3 */;
+    precise REAL g0_17 = REAL(1);
+    precise REAL g1_20 = REAL(1);
+    REAL p20_0, p20_1;
+    tv_partials_add(v18, v19, v20, p20_0, p20_1);
+    precise REAL g1_18 = tv_contribution(p20_0, g1_20);
+    precise REAL g1_19 = tv_contribution(p20_1, g1_20);
+    REAL p19_0 = v18;
+    precise REAL g1_1 = tv_contribution(p19_0, g1_19);
+    REAL p17_0, p17_1;
+    tv_partials_add(v11, v16, v17, p17_0, p17_1);
+    precise REAL g0_11 = tv_contribution(p17_0, g0_17);
+    precise REAL g0_16 = tv_contribution(p17_1, g0_17);
+    REAL p16_0, p16_1;
+    tv_partials_mul(v14, v15, v16, p16_0, p16_1);
+    precise REAL g0_14 = tv_contribution(p16_0, g0_16);
+    precise REAL g0_15 = tv_contribution(p16_1, g0_16);
+    REAL p15_0 = -v14;
+    precise REAL g0_2 = tv_contribution(p15_0, g0_15);
+    REAL p14_0 = v15;
+    g0_2 += tv_contribution(p14_0, g0_14);
+    REAL p11_0, p11_1;
+    tv_partials_sub(v10, v4, v11, p11_0, p11_1);
+    precise REAL g0_10 = tv_contribution(p11_0, g0_11);
+    precise REAL g0_4 = tv_contribution(p11_1, g0_11);
+    REAL p10_0, p10_1;
+    tv_partials_add(v6, v9, v10, p10_0, p10_1);
+    precise REAL g0_6 = tv_contribution(p10_0, g0_10);
+    precise REAL g0_9 = tv_contribution(p10_1, g0_10);
+    REAL p9_0, p9_1;
+    tv_partials_mul(v7, v8, v9, p9_0, p9_1);
+    precise REAL g0_7 = tv_contribution(p9_0, g0_9);
+    precise REAL g0_8 = tv_contribution(p9_1, g0_9);
+    REAL p8_0 = v7;
+    precise REAL g0_0 = tv_contribution(p8_0, g0_8);
+    REAL p7_0 = -v8;
+    g0_0 += tv_contribution(p7_0, g0_7);
+    REAL p6_0, p6_1;
+    tv_partials_mul(v3, v5, v6, p6_0, p6_1);
+    precise REAL g0_5 = tv_contribution(p6_1, g0_6);
+    REAL p5_0 = v4;
+    precise REAL g0_1 = tv_contribution(p5_0, g0_5);
+    REAL p4_0 = v5;
+    g0_1 += tv_contribution(p4_0, g0_4);
+    barrier();
+    tile[local_lane * 9u + 0u] = g0_0;
+    tile[local_lane * 9u + 1u] = g0_1;
+    tile[local_lane * 9u + 2u] = g0_2;
+    tile[local_lane * 9u + 3u] = REAL(0);
+    tile[local_lane * 9u + 4u] = g1_1;
+    tile[local_lane * 9u + 5u] = REAL(0);
+    tile[local_lane * 9u + 6u] = REAL(0);
+    tile[local_lane * 9u + 7u] = REAL(0);
+    tile[local_lane * 9u + 8u] = REAL(0);
+    barrier();
+    for (uint i = local_lane; i < group_points * 9u; i += 64u) {
+        uint row = i / 9u, column = i - row * 9u;
+        results[group_first * 9u + i] = tile[row * 9u + column];
+    }
+    if (in_chunk) diverged[lane] = (tvc_truth(v13) != true) ? 1u : 0u;
+}

@@ -1,0 +1,58 @@
+// tapevm compiled kernel: jvp, double, 9 instructions, 2 inputs, 1 outputs
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#define REAL double
+#define REAL_IS_DOUBLE 1
+#include "ops.glsl"
+layout(local_size_x = 64) in;
+#include "push_constants.h"
+layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };
+layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };
+layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };
+layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };
+layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };
+layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };
+shared REAL tile[192];
+bool tvc_truth(REAL x) { return !(x == REAL(0)); }
+
+void main() {
+    uint local_lane = gl_LocalInvocationID.x;
+    uint group_first = gl_WorkGroupID.x * 64u;
+    uint group_points = min(64u, pc.points - group_first);
+    bool in_chunk = local_lane < group_points;
+    uint lane = group_first + min(local_lane, group_points - 1u);
+    for (uint i = local_lane; i < group_points * 2u; i += 64u) {
+        uint row = i / 2u, column = i - row * 2u;
+        tile[row * 3u + column] = inputs[group_first * 2u + i];
+    }
+    barrier();
+    uint in_base = local_lane * 3u;
+    REAL v0 = tile[in_base + 0u];
+    REAL v1 = tile[in_base + 1u];
+    REAL v2 = packDouble2x32(uvec2(0x00000000u, 0x40000000u)) /* 2 */;
+    REAL v3 = tv_value_add(v0, v2);
+    REAL v4 = tv_value_div(v1, v3);
+    REAL v5 = tv_value_cos(v0);
+    REAL v6 = tv_value_sin(v0);
+    REAL v7 = tv_value_mul(v6, v5);
+    REAL v8 = tv_value_add(v7, v4);
+    REAL t0_0 = extra0[lane * 2u + 0u];
+    REAL t0_1 = extra0[lane * 2u + 1u];
+    REAL p3_0, p3_1;
+    tv_partials_add(v0, v2, v3, p3_0, p3_1);
+    precise REAL t0_3 = tv_contribution(p3_0, t0_0);
+    REAL p4_0, p4_1;
+    tv_partials_div(v1, v3, v4, p4_0, p4_1);
+    precise REAL t0_4 = tv_contribution(p4_0, t0_1) + tv_contribution(p4_1, t0_3);
+    REAL p5_0 = -v6;
+    precise REAL t0_5 = tv_contribution(p5_0, t0_0);
+    REAL p6_0 = v5;
+    precise REAL t0_6 = tv_contribution(p6_0, t0_0);
+    REAL p7_0, p7_1;
+    tv_partials_mul(v6, v5, v7, p7_0, p7_1);
+    precise REAL t0_7 = tv_contribution(p7_0, t0_6) + tv_contribution(p7_1, t0_5);
+    REAL p8_0, p8_1;
+    tv_partials_add(v7, v4, v8, p8_0, p8_1);
+    precise REAL t0_8 = tv_contribution(p8_0, t0_7) + tv_contribution(p8_1, t0_4);
+    if (in_chunk) results[lane * 1u + 0u] = t0_8;
+}

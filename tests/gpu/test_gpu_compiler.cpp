@@ -1,0 +1,374 @@
+// The tape compiler (gpu::Engine::compiled): its kernels against the interpreter bit for bit,
+// the fallback over the size limit, the caches (SPIR-V in memory and on disk, a corrupted
+// entry rebuilt), the fused value-and-gradient kernel, and the generated GLSL of small tapes
+// against golden files. The shared suites (gpu_modes_compiled, conformance_gpu_compiled) check
+// the compiled kernels against the reference VM.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include "compiler.hpp"
+#include "disk_cache.hpp"
+#include "gpu_support.hpp"
+#include "tapevm/error.hpp"
+#include "tapevm/examples.hpp"
+#include "tapevm/var.hpp"
+
+namespace tapevm::test {
+namespace {
+
+namespace fs = std::filesystem;
+using gpu::detail::DiskCache;
+
+// A folder of its own under the system's temporary folder, removed at the end.
+class TemporaryFolder {
+public:
+    explicit TemporaryFolder(const std::string& name)
+        : path_(fs::temp_directory_path() / ("tapevm_" + name + "_" + std::to_string(getpid()))) {
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~TemporaryFolder() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    const fs::path& path() const { return path_; }
+
+private:
+    fs::path path_;
+};
+
+std::vector<std::byte> bytes(std::string_view text) {
+    std::vector<std::byte> out(text.size());
+    std::memcpy(out.data(), text.data(), text.size());
+    return out;
+}
+
+// Equal bit for bit (NaNs equal when both are NaN: their payloads may differ between kernels).
+template <class Real>
+void check_identical(const std::vector<Real>& compiled, const std::vector<Real>& interpreted,
+                     const std::string& what) {
+    REQUIRE(compiled.size() == interpreted.size());
+    for (std::size_t i = 0; i < compiled.size(); ++i) {
+        const bool same = (std::isnan(compiled[i]) && std::isnan(interpreted[i])) ||
+                          std::memcmp(&compiled[i], &interpreted[i], sizeof(Real)) == 0;
+        if (!same) {
+            FAIL_CHECK(what << ": value " << i << ": compiled " << compiled[i] << ", interpreter "
+                            << interpreted[i]);
+            return;
+        }
+    }
+}
+
+gpu::Options engine_options(gpu::Engine engine, std::size_t chunk_points = 0) {
+    gpu::Options options = test_options(chunk_points);
+    options.engine = engine;
+    return options;
+}
+
+// sin, cos, sinh and cosh of the same operands (the partial of each is the value of another:
+// the compiled kernels take it from there), a guard, per-point parameters, a constant output.
+Tape sibling_tape() {
+    const std::vector<double> at = {0.5, -1.25, 2.0};
+    const std::vector<double> params = {1.5};
+    Tape tape = record(std::span<const double>(at), std::span<const double>(params),
+                       [](std::span<const Var> x, std::span<const Var> p) {
+                           Var s = sin(x[0]) * cos(x[0]) + sinh(x[1]) * p[0] - cosh(x[1]);
+                           if (x[2] > 0.0) s = s + cos(x[2]) * sin(x[2]);
+                           return std::vector<Var>{s, abs(x[1]) + sign(x[1]), Var(3.0)};
+                       });
+    tape.optimize();
+    return tape;
+}
+
+// Every mode of `tape` on the compiled engine and on the interpreter, 200 points in chunks of
+// 64 (a partial workgroup and several chunks), compared bit for bit.
+template <class Real> void check_against_interpreter(const Tape& tape, double low, double high) {
+    const gpu::Vm compiled(tape, engine_options(gpu::Engine::compiled, 64));
+    const gpu::Vm interpreter(tape, engine_options(gpu::Engine::interpreter, 64));
+    if (!compiled.device().float64 && sizeof(Real) == 8) return;
+    const std::size_t points = 200, n = tape.input_count(), m = tape.output_count(), p = tape.param_count();
+    const auto x = random_values<Real>(points * n, low, high, 11);
+    const auto params = random_values<Real>(points * p, 0.5, 2.0, 12);
+    const auto seeds = random_values<Real>(points * m, -1, 1, 13);
+    const auto directions = random_values<Real>(points * n, -1, 1, 14);
+    const Batch<Real> batch{points, x, params};
+    const auto both = [&](auto&& call, const std::string& what) {
+        CAPTURE(what);
+        auto from_compiled = call(compiled);
+        auto from_interpreter = call(interpreter);
+        check_identical(from_compiled.values, from_interpreter.values, what);
+        CHECK(from_compiled.report.diverged == from_interpreter.report.diverged);
+    };
+    both([&](const gpu::Vm& vm) { return vm.forward(batch); }, "forward");
+    if (m == 1) both([&](const gpu::Vm& vm) { return vm.gradient(batch); }, "gradient");
+    both([&](const gpu::Vm& vm) { return vm.jacobian(batch, JacobianMode::reverse); }, "jacobian reverse");
+    both([&](const gpu::Vm& vm) { return vm.jacobian(batch, JacobianMode::forward); }, "jacobian forward");
+    both([&](const gpu::Vm& vm) { return vm.vjp(batch, std::span<const Real>(seeds)); }, "vjp");
+    both([&](const gpu::Vm& vm) { return vm.jvp(batch, std::span<const Real>(directions)); }, "jvp");
+    both(
+        [&](const gpu::Vm& vm) {
+            return vm.hvp(batch, std::span<const Real>(seeds), std::span<const Real>(directions));
+        },
+        "hvp");
+    for (const char* mode : {"forward", "jacobian", "jvp", "vjp", "hvp"}) {
+        CAPTURE(mode);
+        CHECK(compiled.compile_plan<Real>(mode).compiled);
+    }
+    check_validation_clean();
+}
+
+TEST_CASE("compiled kernels equal the interpreter bit for bit, every mode") {
+    const TemporaryFolder cache("compiler_modes");
+    const ScopedEnv env("TAPEVM_CACHE_DIR", cache.path().c_str());
+    for (const char* name : {"ba-param", "rosenbrock16"}) {
+        CAPTURE(name);
+        const Tape tape = examples::example_tape(name);
+        if (std::string_view(name) == "ba-param") {
+            // Points near the example's, where the residual is well defined.
+            const gpu::Vm compiled(tape, engine_options(gpu::Engine::compiled, 64));
+            const gpu::Vm interpreter(tape, engine_options(gpu::Engine::interpreter, 64));
+            const auto x = perturbed_rows<float>(examples::ba_test_inputs, 150, 0.03, 5);
+            const auto feature = perturbed_rows<float>(examples::ba_test_feature, 150, 0.03, 6);
+            const Batch<float> batch{150, x, feature};
+            check_identical(compiled.jacobian(batch).values, interpreter.jacobian(batch).values,
+                            "ba jacobian");
+            continue;
+        }
+        check_against_interpreter<float>(tape, -2, 2);
+        check_against_interpreter<double>(tape, -2, 2);
+    }
+    check_against_interpreter<float>(sibling_tape(), -3, 3);
+    check_against_interpreter<double>(sibling_tape(), -3, 3);
+}
+
+TEST_CASE("a partial taken from a sibling's value is the partial's own formula, bit for bit") {
+    // The generated GLSL uses the Cos slot for Sin's partial (and -Sin for Cos's).
+    const std::string glsl = gpu::generated_glsl(sibling_tape(), "jacobian", false);
+    CHECK(glsl.find("tv_partials_sin(") == std::string::npos);
+    CHECK(glsl.find("tv_partials_cos(") == std::string::npos);
+    CHECK(glsl.find("tv_partials_sinh(") == std::string::npos);
+    CHECK(glsl.find("tv_partials_cosh(") == std::string::npos);
+    // A Sin without a Cos of the same operand computes its partial.
+    const Tape lone = record(1, [](std::span<const Var> x) { return sin(x[0]) + cos(x[0] * 2.0); });
+    CHECK(gpu::generated_glsl(lone, "gradient", false).find("tv_partials_sin(") != std::string::npos);
+}
+
+TEST_CASE("a kernel over the statement limit falls back to the interpreter, visibly") {
+    const TemporaryFolder cache("compiler_limit");
+    const ScopedEnv env("TAPEVM_CACHE_DIR", cache.path().c_str());
+    const Tape tape = examples::example_tape("rosenbrock16");
+    const auto x = random_values<float>(100 * 16, -2, 2, 3);
+    const Batch<float> batch{100, x, {}};
+    std::vector<float> expected;
+    {
+        const gpu::Vm interpreter(tape, engine_options(gpu::Engine::interpreter));
+        expected = interpreter.gradient(batch).values;
+    }
+    {
+        const ScopedEnv limit("TAPEVM_GPU_COMPILE_LIMIT", "50");
+        const gpu::Vm vm(tape, engine_options(gpu::Engine::compiled));
+        const gpu::CompilePlan plan = vm.compile_plan<float>("gradient");
+        CHECK_FALSE(plan.compiled);
+        CHECK(plan.reason.find("over the limit of 50") != std::string::npos);
+        CHECK(plan.reason.find("TAPEVM_GPU_COMPILE_LIMIT") != std::string::npos);
+        CHECK(vm.gradient(batch).values == expected);
+        CHECK_FALSE(gpu::planned_compile(tape, "gradient", false).compiled);
+        // The interpreter engine reports that it compiles nothing.
+        const gpu::Vm interpreter(tape, engine_options(gpu::Engine::interpreter));
+        CHECK(interpreter.compile_plan<float>("gradient").reason == "the interpreter engine");
+    }
+    {
+        const ScopedEnv limit("TAPEVM_GPU_COMPILE_LIMIT", "-3");
+        const gpu::Vm vm(tape, engine_options(gpu::Engine::compiled));
+        CHECK_THROWS_WITH_AS(vm.compile_plan<float>("gradient"),
+                             doctest::Contains("TAPEVM_GPU_COMPILE_LIMIT"), Error);
+    }
+    CHECK(gpu::planned_compile(tape, "gradient", false).compiled);
+    CHECK_THROWS_AS(gpu::planned_compile(tape, "no-such-mode", false), Unsupported);
+}
+
+TEST_CASE("SPIR-V comes from the disk cache in a new process; a corrupted entry is rebuilt") {
+    const TemporaryFolder cache("compiler_cache");
+    const ScopedEnv env("TAPEVM_CACHE_DIR", cache.path().c_str());
+    // A tape no other test compiles (its constant), so nothing is in memory yet.
+    const Tape tape = record(2, [](std::span<const Var> x) { return x[0] * x[1] + 0.123456789 * exp(x[1]); });
+    const auto x = random_values<float>(70 * 2, -1, 1, 8);
+    const Batch<float> batch{70, x, {}};
+    const std::vector<float> expected =
+        gpu::Vm(tape, engine_options(gpu::Engine::interpreter)).gradient(batch).values;
+    const auto compile = [&] {
+        const gpu::Vm vm(tape, engine_options(gpu::Engine::compiled));
+        const gpu::CompilePlan plan = vm.compile_plan<float>("gradient");
+        REQUIRE(plan.compiled);
+        CHECK(vm.gradient(batch).values == expected);
+        return plan;
+    };
+    gpu::detail::clear_spirv_memory_cache();
+    const gpu::CompilePlan cold = compile();
+    CHECK_FALSE(cold.spirv_from_cache);
+    CHECK(cold.glslang_s > 0);
+    CHECK(compile().spirv_from_cache);  // from memory
+    gpu::detail::clear_spirv_memory_cache();
+    CHECK(compile().spirv_from_cache);  // from disk
+
+    // Corrupt every entry (one byte in the middle of the payload) or truncate it: each is
+    // detected, removed and rebuilt by glslang, and the results stay right.
+    for (const bool truncate : {false, true}) {
+        CAPTURE(truncate);
+        std::size_t damaged = 0;
+        for (const auto& entry : fs::directory_iterator(cache.path())) {
+            const auto size = fs::file_size(entry.path());
+            if (truncate) {
+                fs::resize_file(entry.path(), size / 2);
+            } else {
+                std::fstream file(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+                file.seekp(static_cast<std::streamoff>(size - size / 3));
+                char byte = 0;
+                file.read(&byte, 1);
+                file.seekp(static_cast<std::streamoff>(size - size / 3));
+                byte = static_cast<char>(byte ^ 0x5a);
+                file.write(&byte, 1);
+            }
+            ++damaged;
+        }
+        CHECK(damaged >= 1);
+        gpu::detail::clear_spirv_memory_cache();
+        CHECK_FALSE(compile().spirv_from_cache);
+        gpu::detail::clear_spirv_memory_cache();
+        CHECK(compile().spirv_from_cache);  // the rebuilt entry is good
+    }
+}
+
+TEST_CASE("the disk cache: round trips, and damaged, foreign or missing entries are misses") {
+    const TemporaryFolder folder("disk_cache");
+    const DiskCache cache(folder.path() / "sub");  // created on the first store
+    CHECK_FALSE(cache.load("a").has_value());
+    cache.store("a", bytes("payload of a"));
+    cache.store("b", bytes(""));
+    REQUIRE(cache.load("a").has_value());
+    CHECK(*cache.load("a") == bytes("payload of a"));
+    CHECK(cache.load("b") == std::optional(std::vector<std::byte>{}));
+    cache.store("a", bytes("new payload"));  // replaced
+    CHECK(*cache.load("a") == bytes("new payload"));
+    // An entry moved under another key's name holds the wrong key: a miss, and removed.
+    fs::copy_file(cache.path("a"), cache.path("c"));
+    CHECK_FALSE(cache.load("c").has_value());
+    CHECK_FALSE(fs::exists(cache.path("c")));
+    // Garbage, a truncated header, a wrong payload size: misses.
+    std::ofstream(cache.path("d"), std::ios::binary) << "not a cache entry at all, just text";
+    CHECK_FALSE(cache.load("d").has_value());
+    std::ofstream(cache.path("e"), std::ios::binary) << "tvcache1";
+    CHECK_FALSE(cache.load("e").has_value());
+    cache.store("f", bytes("0123456789"));
+    {
+        std::ofstream append(cache.path("f"), std::ios::binary | std::ios::app);
+        append << "tail";
+    }
+    CHECK_FALSE(cache.load("f").has_value());
+    // An empty folder path disables the cache; a folder that cannot be created drops stores.
+    const DiskCache off{fs::path()};
+    off.store("a", bytes("x"));
+    CHECK_FALSE(off.load("a").has_value());
+    std::ofstream(folder.path() / "file") << "x";
+    const DiskCache blocked(folder.path() / "file" / "under");
+    blocked.store("a", bytes("x"));
+    CHECK_FALSE(blocked.load("a").has_value());
+    // Where the cache lives.
+    {
+        const ScopedEnv dir("TAPEVM_CACHE_DIR", "/some/folder");
+        CHECK(gpu::detail::default_cache_folder() == fs::path("/some/folder"));
+    }
+    {
+        const ScopedEnv dir("TAPEVM_CACHE_DIR", nullptr);
+        const ScopedEnv xdg("XDG_CACHE_HOME", "/xdg");
+        CHECK(gpu::detail::default_cache_folder() == fs::path("/xdg/tapevm"));
+        const ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
+        const ScopedEnv home("HOME", "/home/user");
+        CHECK(gpu::detail::default_cache_folder() == fs::path("/home/user/.cache/tapevm"));
+    }
+}
+
+template <class Real> void check_value_and_gradient(gpu::Engine engine) {
+    const Tape tape = examples::example_tape("rosenbrock16");
+    const gpu::Vm vm(tape, engine_options(engine, 64));
+    if (sizeof(Real) == 8 && !vm.device().float64) return;
+    const std::size_t points = 130;
+    const auto x = random_values<Real>(points * 16, -2, 2, 4);
+    const auto inputs = vm.upload<Real>(x);
+    auto values = vm.allocate<Real>(points);
+    auto gradients = vm.allocate<Real>(points * 16);
+    vm.value_and_gradient<Real>(points, inputs, nullptr, values, gradients);
+    std::vector<Real> got_values(points), got_gradients(points * 16);
+    vm.download(values, std::span<Real>(got_values));
+    vm.download(gradients, std::span<Real>(got_gradients));
+    const Batch<Real> batch{points, x, {}};
+    check_identical(got_values, vm.forward(batch).values, "values");
+    check_identical(got_gradients, vm.gradient(batch).values, "gradients");
+    if (engine == gpu::Engine::compiled) CHECK(vm.compile_plan<Real>("value_and_gradient").compiled);
+    // Wrong sizes and a tape of two outputs are errors.
+    auto short_values = vm.allocate<Real>(points - 1);
+    CHECK_THROWS_AS(vm.value_and_gradient<Real>(points, inputs, nullptr, short_values, gradients),
+                    ShapeError);
+    const gpu::Vm two(examples::example_tape("ba"), engine_options(engine));
+    auto ba_inputs = two.allocate<Real>(15);
+    auto one_value = two.allocate<Real>(1);
+    auto ba_gradients = two.allocate<Real>(15);
+    CHECK_THROWS_AS(two.value_and_gradient<Real>(1, ba_inputs, nullptr, one_value, ba_gradients),
+                    Unsupported);
+    check_validation_clean();
+}
+
+TEST_CASE("value_and_gradient: a loss and its gradient in one dispatch, equal to forward and gradient") {
+    const TemporaryFolder cache("compiler_fused");
+    const ScopedEnv env("TAPEVM_CACHE_DIR", cache.path().c_str());
+    for (const gpu::Engine engine : {gpu::Engine::compiled, gpu::Engine::interpreter}) {
+        CAPTURE(static_cast<int>(engine));
+        check_value_and_gradient<float>(engine);
+        check_value_and_gradient<double>(engine);
+    }
+}
+
+// The generated GLSL of small tapes: a change in the code generator shows up here; rerun with
+// TAPEVM_UPDATE_GOLDEN=1 to rewrite tests/data/compiled/ after checking the diff.
+TEST_CASE("the generated GLSL matches its golden files") {
+    const char* update_flag = std::getenv("TAPEVM_UPDATE_GOLDEN");
+    const bool update = update_flag != nullptr && std::string(update_flag) == "1";
+    const Tape small =
+        record(2, [](std::span<const Var> x) { return sin(x[0]) * cos(x[0]) + x[1] / (x[0] + 2.0); });
+    const Tape siblings = sibling_tape();
+    const Tape exponential = record(1, [](std::span<const Var> x) { return exp(x[0]); });
+    const struct {
+        const char* file;
+        const Tape& tape;
+        const char* mode;
+        bool double_precision;
+    } cases[] = {
+        {"small_gradient_f32.glsl", small, "gradient", false},
+        {"small_jvp_f64.glsl", small, "jvp", true},
+        {"small_hvp_f32.glsl", small, "hvp", false},
+        {"sibling_jacobian_f32.glsl", siblings, "jacobian", false},
+        {"exp_value_and_gradient_f64.glsl", exponential, "value_and_gradient", true},
+    };
+    for (const auto& c : cases) {
+        const std::string path = std::string(TAPEVM_TEST_DATA) + "/compiled/" + c.file;
+        const std::string glsl = gpu::generated_glsl(c.tape, c.mode, c.double_precision);
+        if (update) {
+            std::ofstream(path) << glsl;
+            continue;
+        }
+        std::ifstream in(path);
+        std::stringstream golden;
+        golden << in.rdbuf();
+        INFO(path);
+        CHECK(glsl == golden.str());
+    }
+}
+
+}  // namespace
+}  // namespace tapevm::test
