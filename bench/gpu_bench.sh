@@ -4,7 +4,8 @@
 # BIN_DIR holds a release build's programs (tapevm and the GPU test executables, copied flat) and
 # lib/ with shared libraries the GPU machine lacks (libadolc). Run from the repository root after
 # the Vulkan loader is unpacked (../shared/vulkan-loader/README.md). Steps, each logged to OUT_DIR:
-#   1. tapevm devices, then the GPU tests (tests/gpu and the conformance suite's GPU executable);
+#   1. tapevm devices, then the GPU tests (tests/gpu and the conformance suite's GPU executable),
+#      and test_gpu_modes again with TAPEVM_GPU_INTERPRETER=local;
 #   2. tapevm bench: the GPU interpreter device-resident (gpu) and with transfers (gpu-e2e), the
 #      CPU VM and the native baselines on this machine's cores, f32 and f64, at 2^16, 2^20, 2^22
 #      points for ba, rosenbrock16 and trig16, and the 10,000+-instruction mlp tape;
@@ -61,6 +62,13 @@ for exe in "$bin"/test_gpu_* "$bin"/test_conformance_gpu; do
     status=$?
     echo "test $name: exit $status ($((SECONDS - start)) s)$([[ $status == 77 ]] && echo ' SKIPPED')"
 done
+# The modes suite on the local kernels too (meson's gpu_modes_local).
+if want tests && [[ -x $bin/test_gpu_modes ]]; then
+    start=$SECONDS
+    echo "==> test_gpu_modes (TAPEVM_GPU_INTERPRETER=local)" >>"$out/tests.txt"
+    TAPEVM_GPU_INTERPRETER=local "$bin/test_gpu_modes" >>"$out/tests.txt" 2>&1
+    echo "test test_gpu_modes (local): exit $? ($((SECONDS - start)) s)"
+fi
 
 # 2. tapevm bench
 run_bench() {  # NAME ARGS...
