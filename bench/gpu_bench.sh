@@ -4,7 +4,8 @@
 # BIN_DIR holds a release build's programs (tapevm and the GPU test executables, copied flat) and
 # lib/ with shared libraries the GPU machine lacks (libadolc). Run from the repository root after
 # the Vulkan loader is unpacked (../shared/vulkan-loader/README.md). Steps, each logged to OUT_DIR:
-#   1. tapevm devices, then the GPU tests (tests/gpu and the conformance suite's GPU executable);
+#   1. tapevm devices, then the GPU tests (tests/gpu and the conformance suite's GPU executable),
+#      and test_gpu_modes again with TAPEVM_GPU_INTERPRETER=local;
 #   2. tapevm bench: the GPU interpreter device-resident (gpu) and with transfers (gpu-e2e), the
 #      CPU VM and the native baselines on this machine's cores, f32 and f64, at 2^16, 2^20, 2^22
 #      points for ba, rosenbrock16 and trig16, and the 10,000+-instruction mlp tape;
@@ -12,7 +13,8 @@
 #   4. (only when asked: TAPEVM_GPU_BENCH_STEPS=...,tune) the interpreter's variants side by side
 #      (src/vm_gpu/tuning.hpp): each pipeline's statistics (registers, spills) in pipelines.txt,
 #      then f32 at the largest batch for each TAPEVM_GPU_TUNE entry interpreter:workgroup:chunk
-#      (chunk 0 = the default size), all records in tune.json with their variant.
+#      (interpreter slots, compact or local; chunk 0 = the default size, which for local is as
+#      large as the device allows: no work buffer), all records in tune.json with their variant.
 # Few files come back from the GPU machine: OUT_DIR gets log.txt (everything printed), tests.txt
 # (the test executables' output) and gpu.json, mlp.json, cpu.json, jax.json (bench records).
 set -uo pipefail
@@ -60,6 +62,13 @@ for exe in "$bin"/test_gpu_* "$bin"/test_conformance_gpu; do
     status=$?
     echo "test $name: exit $status ($((SECONDS - start)) s)$([[ $status == 77 ]] && echo ' SKIPPED')"
 done
+# The modes suite on the local kernels too (meson's gpu_modes_local).
+if want tests && [[ -x $bin/test_gpu_modes ]]; then
+    start=$SECONDS
+    echo "==> test_gpu_modes (TAPEVM_GPU_INTERPRETER=local)" >>"$out/tests.txt"
+    TAPEVM_GPU_INTERPRETER=local "$bin/test_gpu_modes" >>"$out/tests.txt" 2>&1
+    echo "test test_gpu_modes (local): exit $? ($((SECONDS - start)) s)"
+fi
 
 # 2. tapevm bench
 run_bench() {  # NAME ARGS...
@@ -100,11 +109,15 @@ PY
 
 # 4. variants of the interpreter
 if want tune; then
-    for interpreter in slots compact; do
+    for interpreter in slots compact local; do
         TAPEVM_GPU_PIPELINE_STATS=1 TAPEVM_GPU_INTERPRETER=$interpreter "$tapevm" bench --workload ba,rosenbrock16 \
             --backend gpu --precision f32,f64 --points 1024 --repeats 1 2>&1 | grep "gpu pipeline" >>"$out/pipelines.txt"
     done
-    for variant in ${TAPEVM_GPU_TUNE:-slots:64:0 compact:64:0 slots:64:0 compact:64:0 compact:128:0 compact:256:0 compact:64:65536 compact:64:262144}; do
+    # local:64:1048576 runs the local kernels in the compact kernels' chunks, to tell the home
+    # storage's effect from the chunk size's.
+    default_variants="slots:64:0 compact:64:0 local:64:0 slots:64:0 compact:64:0 local:64:0 compact:128:0"
+    default_variants+=" compact:256:0 local:128:0 local:64:1048576 compact:64:65536 compact:64:262144"
+    for variant in ${TAPEVM_GPU_TUNE:-$default_variants}; do
         IFS=: read -r interpreter group chunk <<<"$variant"
         echo "== $(date +%T) $variant"
         [[ $chunk == 0 ]] && chunk=
@@ -113,7 +126,8 @@ if want tune; then
             --points "$largest" --json "/tmp/tune_$variant.json" 2>&1 | grep -E "^(ba|rosenbrock16|trig16) .* gpu " |
             sed "s/^/$variant  /"
     done
-    for interpreter in slots compact; do
+    # mlp needs more homes than TAPEVM_GPU_LOCAL_HOMES: local runs the compact kernels there.
+    for interpreter in slots compact local; do
         TAPEVM_GPU_INTERPRETER=$interpreter "$tapevm" bench --workload mlp --backend gpu --precision f32 \
             --threads 16 --points 65536 --json "/tmp/tune_mlp_$interpreter.json" 2>&1 | grep -E "^mlp .* gpu " |
             sed "s/^/$interpreter  /"

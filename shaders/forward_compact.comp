@@ -1,5 +1,6 @@
 // Forward kernel on the compact program (compact.glsl): outputs [points][m], guard flags. Same
-// results as forward.comp.
+// results as forward.comp. Built twice (shaders/meson.build): forward_compact with the homes in
+// the work buffer, forward_local with them in per-invocation local memory (TV_LOCAL_HOMES).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "ops.glsl"

@@ -7,6 +7,8 @@
 // Each entry reads its adjoint, then writes (first contribution) or adds to its targets'
 // adjoints in operand order; a target may share the entry's own home, which is read first.
 // Every contribution follows tv_contribution (0 for a zero adjoint or partial).
+// Built twice (shaders/meson.build): reverse_compact with the homes in the work buffer,
+// reverse_local with them in per-invocation local memory (TV_LOCAL_HOMES, compact.glsl).
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #include "ops.glsl"
@@ -20,9 +22,8 @@ REAL seed(uint k, uint output_index, uint lane) {
 
 void contribute(uint k, uint target, uint flags, uint position, REAL partial, REAL adjoint, uint lane) {
     if ((flags & (TV_COMPACT_SKIP << position)) != 0u) return;
-    uint index = adjoint_at(k, target, lane);
-    REAL before = (flags & (TV_COMPACT_FIRST << position)) != 0u ? REAL(0) : work[index];
-    work[index] = before + tv_contribution(partial, adjoint);
+    REAL before = (flags & (TV_COMPACT_FIRST << position)) != 0u ? REAL(0) : TV_ADJOINT(k, target, lane);
+    TV_ADJOINT(k, target, lane) = before + tv_contribution(partial, adjoint);
 }
 
 void main() {
@@ -34,14 +35,14 @@ void main() {
         compact_forward(lane);
         if (pc.slot_begin == 0u)
             for (uint k = 0u; k < seeds; ++k)
-                for (uint i = 0u; i < n; ++i) work[adjoint_at(k, i, lane)] = REAL(0);
+                for (uint i = 0u; i < n; ++i) TV_ADJOINT(k, i, lane) = REAL(0);
     }
     if (phase(TV_PHASE_SEED)) {
         for (uint k = 0u; k < seeds; ++k) {
-            for (uint j = 0u; j < pc.output_count; ++j) work[adjoint_at(k, output_entry(j).y, lane)] = REAL(0);
+            for (uint j = 0u; j < pc.output_count; ++j) TV_ADJOINT(k, output_entry(j).y, lane) = REAL(0);
             for (uint j = 0u; j < pc.output_count; ++j) {
-                uint index = adjoint_at(k, output_entry(j).y, lane);
-                work[index] = work[index] + seed(k, j, lane);
+                uint home = output_entry(j).y;
+                TV_ADJOINT(k, home, lane) = TV_ADJOINT(k, home, lane) + seed(k, j, lane);
             }
         }
     }
@@ -55,14 +56,14 @@ void main() {
         uvec4 targets = instructions[at_entry + 2u];
         // Only the values the partials read (the others' homes may hold later values).
         uint reads = info.w >> TV_COMPACT_READS_SHIFT;
-        REAL a = (reads & 1u) != 0u ? work[value_at(ins.y, lane)] : REAL(0);
-        REAL b = (reads & 2u) != 0u ? work[value_at(ins.z, lane)] : REAL(0);
-        REAL c = (reads & 4u) != 0u ? work[value_at(ins.w, lane)] : REAL(0);
-        REAL r = (reads & 8u) != 0u ? work[value_at(info.x, lane)] : REAL(0);
+        REAL a = (reads & 1u) != 0u ? TV_VALUE(ins.y, lane) : REAL(0);
+        REAL b = (reads & 2u) != 0u ? TV_VALUE(ins.z, lane) : REAL(0);
+        REAL c = (reads & 4u) != 0u ? TV_VALUE(ins.w, lane) : REAL(0);
+        REAL r = (reads & 8u) != 0u ? TV_VALUE(info.x, lane) : REAL(0);
         REAL d0, d1, d2;
         uint count = tv_partials(op_of(ins), a, b, c, int(info.y), r, d0, d1, d2);
         for (uint k = 0u; k < seeds; ++k) {
-            REAL adjoint = work[adjoint_at(k, info.z, lane)];
+            REAL adjoint = TV_ADJOINT(k, info.z, lane);
             if (count > 0u) contribute(k, targets.x, info.w, 0u, d0, adjoint, lane);
             if (count > 1u) contribute(k, targets.y, info.w, 1u, d1, adjoint, lane);
             if (count > 2u) contribute(k, targets.z, info.w, 2u, d2, adjoint, lane);
@@ -70,6 +71,6 @@ void main() {
     }
     if (!phase(TV_PHASE_FINISH)) return;
     for (uint k = 0u; k < seeds; ++k)
-        for (uint i = 0u; i < n; ++i) results[(lane * seeds + k) * n + i] = work[adjoint_at(k, i, lane)];
+        for (uint i = 0u; i < n; ++i) results[(lane * seeds + k) * n + i] = TV_ADJOINT(k, i, lane);
     diverged[lane] = compact_guards_fail(lane);
 }

@@ -1,8 +1,11 @@
 #include "kernels.hpp"
 
+#include <array>
 #include <iostream>
+#include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 
 #include "disk_cache.hpp"
 #include "errors.hpp"
@@ -14,12 +17,16 @@
 #include "forward_compact_f64.spv.h"
 #include "forward_f32.spv.h"
 #include "forward_f64.spv.h"
+#include "forward_local_f32.spv.h"
+#include "forward_local_f64.spv.h"
 #include "hvp_f32.spv.h"
 #include "hvp_f64.spv.h"
 #include "reverse_compact_f32.spv.h"
 #include "reverse_compact_f64.spv.h"
 #include "reverse_f32.spv.h"
 #include "reverse_f64.spv.h"
+#include "reverse_local_f32.spv.h"
+#include "reverse_local_f64.spv.h"
 #include "tangent_f32.spv.h"
 #include "tangent_f64.spv.h"
 
@@ -58,6 +65,12 @@ std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precisi
         case Kernel::reverse_compact:
             return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_compact_f64)
                                     : std::span<const std::uint32_t>(tapevm_spirv_reverse_compact_f32);
+        case Kernel::forward_local:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_local_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_forward_local_f32);
+        case Kernel::reverse_local:
+            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_local_f64)
+                                    : std::span<const std::uint32_t>(tapevm_spirv_reverse_local_f32);
     }
     return {};
 }
@@ -70,6 +83,8 @@ const char* kernel_name(Kernel kernel) {
         case Kernel::hvp: return "hvp";
         case Kernel::forward_compact: return "forward_compact";
         case Kernel::reverse_compact: return "reverse_compact";
+        case Kernel::forward_local: return "forward_local";
+        case Kernel::reverse_local: return "reverse_local";
     }
     return "?";
 }
@@ -96,33 +111,46 @@ Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatContro
     }
 }
 
-const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision) {
+const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
-    auto& slot = pipelines_[static_cast<std::size_t>(kernel) * 2 + (double_precision ? 1 : 0)];
-    if (slot) return *slot;
-    try {
-        slot.emplace(make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr));
-    } catch (...) {
-        rethrow_setup_error(std::string("gpu::Kernels: cannot create the ") + kernel_name(kernel) + " (" +
-                            (double_precision ? "double" : "float") + ") pipeline");
+    if (is_local(kernel) != (home_count > 0)) {
+        throw Error(std::string("gpu: internal error: the ") + kernel_name(kernel) + " pipeline asked for " +
+                    std::to_string(home_count) + " homes");
     }
-    if (statistics_) print_statistics(*slot, std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32"));
-    return *slot;
+    const auto key = std::tuple(kernel, double_precision, home_count);
+    if (const auto found = pipelines_.find(key); found != pipelines_.end()) return found->second;
+    const std::string name = std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32") +
+                             (home_count > 0 ? " homes=" + std::to_string(home_count) : "");
+    std::optional<vk::raii::Pipeline> pipeline;
+    try {
+        pipeline.emplace(
+            make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr, home_count));
+    } catch (...) {
+        rethrow_setup_error("gpu::Kernels: cannot create the " + name + " pipeline");
+    }
+    if (statistics_) print_statistics(*pipeline, name);
+    return pipelines_.emplace(key, std::move(*pipeline)).first->second;
 }
 
 Kernels::~Kernels() = default;
 
 vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                          const vk::raii::PipelineCache* cache) const {
+                                          const vk::raii::PipelineCache* cache,
+                                          std::uint32_t home_count) const {
     // The module with the DenormPreserve modes this device allows.
     const auto code = with_denorm_preserve(spirv, denorm_widths_[double_precision ? 1 : 0]);
     const vk::raii::ShaderModule module(
         device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
-    const std::uint32_t group = workgroup_size();
-    const vk::SpecializationMapEntry local_size(0, 0, sizeof(group));
-    const vk::SpecializationInfo specialization(1, &local_size, sizeof(group), &group);
+    // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count.
+    const std::array<std::uint32_t, 2> values = {workgroup_size(), home_count};
+    const std::array<vk::SpecializationMapEntry, 2> entries = {
+        vk::SpecializationMapEntry(0, 0, sizeof(std::uint32_t)),
+        vk::SpecializationMapEntry(1, sizeof(std::uint32_t), sizeof(std::uint32_t))};
+    const std::uint32_t used = home_count > 0 ? 2 : 1;
+    const vk::SpecializationInfo specialization(used, entries.data(), used * sizeof(std::uint32_t),
+                                                values.data());
     const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
                                                   &specialization);
     const vk::PipelineCreateFlags flags =

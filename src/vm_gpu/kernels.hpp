@@ -3,11 +3,15 @@
 // pipelines, created on first use.
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "float_controls.hpp"
@@ -21,13 +25,40 @@ static_assert(sizeof(PushConstants) == TV_PUSH_CONSTANT_FIELDS * sizeof(std::uin
               "push constants are 32-bit fields without padding on both sides");
 
 /// forward_compact and reverse_compact run the compact program (compact.hpp) instead of the
-/// program in slot order; the Runner picks them for forward and reverse (tuning.hpp).
-enum class Kernel : std::uint32_t { forward, tangent, reverse, hvp, forward_compact, reverse_compact };
-inline constexpr std::size_t kernel_count = 6;
+/// program in slot order, with its homes in the work buffer; forward_local and reverse_local
+/// run it with the homes in per-invocation local memory (shaders/compact.glsl), no work
+/// buffer, one dispatch per chunk. The Runner picks among them for forward and reverse
+/// (tuning.hpp).
+enum class Kernel : std::uint32_t {
+    forward,
+    tangent,
+    reverse,
+    hvp,
+    forward_compact,
+    reverse_compact,
+    forward_local,
+    reverse_local
+};
+inline constexpr std::size_t kernel_count = 8;
+
+/// True for the kernels whose homes are local memory sized by specialization constant 1.
+constexpr bool is_local(Kernel kernel) {
+    return kernel == Kernel::forward_local || kernel == Kernel::reverse_local;
+}
 
 /// Workgroup size of every kernel: specialization constant 0 of shaders/interpreter.glsl
 /// (local_size_x_id = 0), set at pipeline creation (64 unless TAPEVM_GPU_WORKGROUP says).
 std::uint32_t workgroup_size();
+
+/// The home count a local kernel's pipeline is specialised for (specialization constant 1,
+/// HOME_COUNT in shaders/compact.glsl) when a call needs `homes` homes per point: the next
+/// power of two, at least local_home_minimum, so that a handful of pipelines per kernel and
+/// precision serve every tape (each costs seconds to compile on lavapipe). Never less than
+/// `homes`; the unused tail only reserves local memory, it adds no traffic.
+inline constexpr std::uint32_t local_home_minimum = 16;
+constexpr std::uint32_t local_home_count(std::uint32_t homes) {
+    return std::bit_ceil(std::max(homes, local_home_minimum));
+}
 
 /// The storage-buffer bindings of set 0, as declared in shaders/interpreter.glsl.
 enum Binding : std::uint32_t {
@@ -52,7 +83,8 @@ std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape);
 
 /// The kernel's SPIR-V as compiled at build time (before the DenormPreserve patch).
 std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision);
-/// "forward", "tangent", "reverse", "hvp", "forward_compact", "reverse_compact".
+/// "forward", "tangent", "reverse", "hvp", "forward_compact", "reverse_compact", "forward_local",
+/// "reverse_local".
 const char* kernel_name(Kernel kernel);
 
 class Kernels {
@@ -69,9 +101,12 @@ public:
 
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
     const vk::raii::PipelineLayout& layout() const { return layout_; }
-    /// The pipeline of `kernel` in double or float; created on first use (the caller holds
-    /// the device's mutex). Throws Unsupported for double on a device without shaderFloat64.
-    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision);
+    /// The pipeline of `kernel` in double or float; created on first use and kept per
+    /// (kernel, precision, home count) (the caller holds the device's mutex). `home_count`:
+    /// for the local kernels, the length of their home array (a local_home_count() value,
+    /// at least the homes per point of every call that runs the pipeline); 0 for the others.
+    /// Throws Unsupported for double on a device without shaderFloat64.
+    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count = 0);
     /// A pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp), with the
     /// interpreter's layout, workgroup size and DenormPreserve patch, through the device's
     /// pipeline cache, which is loaded from and saved to the disk cache (disk_cache.hpp).
@@ -80,8 +115,10 @@ public:
                                        const std::string& name);
 
 private:
+    /// `home_count` > 0 sets specialization constant 1 too.
     vk::raii::Pipeline make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                     const vk::raii::PipelineCache* cache) const;
+                                     const vk::raii::PipelineCache* cache,
+                                     std::uint32_t home_count = 0) const;
     void save_pipeline_cache() const;
     void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
 
@@ -91,7 +128,8 @@ private:
     std::array<std::vector<std::uint32_t>, 2> denorm_widths_;  // float, double
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
-    std::array<std::optional<vk::raii::Pipeline>, 2 * kernel_count> pipelines_;
+    // By (kernel, double precision, home count); std::map keeps references stable.
+    std::map<std::tuple<Kernel, bool, std::uint32_t>, vk::raii::Pipeline> pipelines_;
     std::string cache_key_;
     std::optional<vk::raii::PipelineCache> cache_;  // compiled kernels', created on first use
 };

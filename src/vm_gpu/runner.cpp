@@ -45,24 +45,50 @@ DeviceBuffer staging_buffer(const Device& device, std::uint64_t bytes, MemoryKin
 }  // namespace
 
 Kernel Runner::kernel(const Call& call) const {
-    if (!compact_) return call.kernel;
-    if (call.kernel == Kernel::forward) return Kernel::forward_compact;
-    if (call.kernel == Kernel::reverse) return Kernel::reverse_compact;
-    return call.kernel;
+    const bool forward = call.kernel == Kernel::forward;
+    if (interpreter_ == Interpreter::slots || (!forward && call.kernel != Kernel::reverse))
+        return call.kernel;
+    const CompactProgram& program = forward ? compact_forward_ : compact_reverse_;
+    if (interpreter_ == Interpreter::local && local_fits(call, program))
+        return forward ? Kernel::forward_local : Kernel::reverse_local;
+    return forward ? Kernel::forward_compact : Kernel::reverse_compact;
+}
+
+bool Runner::local_fits(const Call& call, const CompactProgram& program) const {
+    // Local homes do not outlive a dispatch, so the whole program must run in one (segments()).
+    const std::uint32_t step = segment_slots(call);
+    const bool one_dispatch = tape_.slot_count() <= step && program.reverse_count <= step;
+    return one_dispatch && homes_per_point(call, program) <= local_home_limit_;
+}
+
+std::uint64_t Runner::homes_per_point(const Call& call, const CompactProgram& program) {
+    return program.value_count + std::uint64_t{call.directions} * program.adjoint_count;
 }
 
 const CompactProgram* Runner::compact(const Call& call) const {
     switch (kernel(call)) {
-        case Kernel::forward_compact: return &compact_forward_;
-        case Kernel::reverse_compact: return &compact_reverse_;
+        case Kernel::forward_compact:
+        case Kernel::forward_local: return &compact_forward_;
+        case Kernel::reverse_compact:
+        case Kernel::reverse_local: return &compact_reverse_;
         default: return nullptr;
     }
 }
 
+std::uint32_t Runner::local_homes(const Call& call) const {
+    const Kernel chosen = kernel(call);
+    if (!is_local(chosen)) return 0;
+    return local_home_count(static_cast<std::uint32_t>(homes_per_point(call, *compact(call))));
+}
+
+const vk::raii::Pipeline& Runner::pipeline(const Call& call) const {
+    if (call.compiled != nullptr) return *call.compiled;
+    return device_->kernels().pipeline(kernel(call), call.double_precision, local_homes(call));
+}
+
 std::uint64_t Runner::work_values_per_lane(const Call& call) const {
-    if (call.compiled != nullptr) return 0;
-    if (const CompactProgram* program = compact(call))
-        return program->value_count + std::uint64_t{call.directions} * program->adjoint_count;
+    if (call.compiled != nullptr || is_local(kernel(call))) return 0;
+    if (const CompactProgram* program = compact(call)) return homes_per_point(call, *program);
     return std::uint64_t{call.planes} * tape_.slot_count();
 }
 
@@ -132,11 +158,13 @@ struct Runner::Slot {
     std::size_t count = 0;
 };
 
-Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points)
+Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points,
+               const Tuning& tuning)
     : device_(std::move(device)),
       tape_(tape),
-      requested_chunk_points_(requested_chunk_points != 0 ? requested_chunk_points : tuning().chunk_points),
-      compact_(tuning().compact),
+      requested_chunk_points_(requested_chunk_points != 0 ? requested_chunk_points : tuning.chunk_points),
+      interpreter_(tuning.interpreter),
+      local_home_limit_(tuning.local_homes),
       compact_forward_(compact_program(tape, false)),
       compact_reverse_(compact_program(tape, true)) {
     const auto& vk_device = device_->device();
@@ -281,8 +309,7 @@ Report Runner::run(const Call& call, Timing& timing) {
     device_->check_alive();
     Report report;
     if (call.points == 0) return report;
-    if (call.compiled == nullptr)
-        (void)device_->kernels().pipeline(kernel(call), call.double_precision);  // Unsupported before any work
+    (void)pipeline(call);  // Unsupported before any work
 
     // Plan the chunk size; when memory runs out, halve it down to one workgroup.
     std::size_t lanes = this->lanes(call);
@@ -368,7 +395,7 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
     if (call.device_values != nullptr) {
         const std::uint64_t row = std::uint64_t{tape_.output_count()} * element;
         infos[binding_work] = vk::DescriptorBufferInfo(call.device_values->buffer(), first * row, count * row);
-    } else if (call.compiled != nullptr) {
+    } else if (call.compiled != nullptr || is_local(kernel(call))) {  // no work buffer
         infos[binding_work] = vk::DescriptorBufferInfo(dummy_.buffer(), 0, VK_WHOLE_SIZE);
     } else {
         infos[binding_work] = vk::DescriptorBufferInfo(slot.work.buffer(), 0, VK_WHOLE_SIZE);
@@ -421,12 +448,13 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
         full_barrier(command);
         if (timed) command.writeTimestamp(vk::PipelineStageFlagBits::eAllCommands, *slot.queries, 1);
         const auto& kernels = device_->kernels();
-        command.bindPipeline(vk::PipelineBindPoint::eCompute,
-                             call.compiled != nullptr ? **call.compiled
-                                                      : *device_->kernels().pipeline(kernel(call), call.double_precision));
+        command.bindPipeline(vk::PipelineBindPoint::eCompute, *pipeline(call));
         command.bindDescriptorSets(vk::PipelineBindPoint::eCompute, *kernels.layout(), 0, *slot.set, {});
         const auto groups = static_cast<std::uint32_t>((count + workgroup_size() - 1) / workgroup_size());
-        for (const Segment& segment : segments(call)) {
+        const std::vector<Segment> dispatches = segments(call);
+        if (is_local(kernel(call)) && dispatches.size() != 1)
+            throw Error("gpu: internal error: a local kernel split into several dispatches");
+        for (const Segment& segment : dispatches) {
             push.slot_begin = segment.begin;
             push.slot_end = segment.end;
             push.phase = segment.phase;

@@ -24,6 +24,7 @@
 #include "memory.hpp"
 #include "tapevm/batch.hpp"
 #include "tapevm/tape.hpp"
+#include "tuning.hpp"
 
 namespace tapevm::gpu::detail {
 
@@ -60,7 +61,10 @@ struct Timing {
 
 class Runner {
 public:
-    Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points);
+    /// `requested_chunk_points`: points per chunk (0: tuning's chunk_points, or planned).
+    /// `tuning`: the interpreter variant and its limits (tuning.hpp; tests pass their own).
+    Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points,
+           const Tuning& tuning = detail::tuning());
     ~Runner();
     Runner(const Runner&) = delete;
     Runner& operator=(const Runner&) = delete;
@@ -69,6 +73,17 @@ public:
     Report run(const Call& call, Timing& timing);
     /// Lanes per chunk `call` would use.
     std::size_t lanes(const Call& call) const;
+    /// The kernel that runs `call` (unless call.compiled): forward and reverse run the compact
+    /// program (compact.hpp) unless TAPEVM_GPU_INTERPRETER=slots; with
+    /// TAPEVM_GPU_INTERPRETER=local they run it with local homes where local_fits(), else with
+    /// homes in the work buffer (tuning.hpp). Other kernels run as asked.
+    Kernel kernel(const Call& call) const;
+    /// Work-buffer values per lane: planes of slots, homes of the compact kernels, 0 for the
+    /// local and compiled kernels (which get no work buffer).
+    std::uint64_t work_values_per_lane(const Call& call) const;
+    /// The length of the local kernel's home array for `call` (kernels.hpp:
+    /// local_home_count), or 0 when `call` does not run a local kernel.
+    std::uint32_t local_homes(const Call& call) const;
 
     void upload(const DeviceBuffer& destination, const void* source, std::uint64_t bytes);
     void download(const DeviceBuffer& source, void* destination, std::uint64_t bytes);
@@ -84,13 +99,18 @@ private:
     struct Segment {
         std::uint32_t begin, end, phase;
     };
-    /// The kernel that runs `call`: the compact variant of forward and reverse unless
-    /// TAPEVM_GPU_INTERPRETER=slots (tuning.hpp).
-    Kernel kernel(const Call& call) const;
-    /// The compact program `call` runs, or null when it runs a slot-order kernel.
+    /// Homes per point of `program` for `call`: values, then call.directions sets of adjoints.
+    static std::uint64_t homes_per_point(const Call& call, const CompactProgram& program);
+    /// Whether `program` (forward or reverse, as `call` asks) may run with local homes: at
+    /// most local_home_limit_ homes per point, and the whole program in one dispatch (homes in
+    /// local memory do not outlive it; CPU devices split long tapes, segment_slots()).
+    bool local_fits(const Call& call, const CompactProgram& program) const;
+    /// The compact program `call` runs (compact or local kernels), or null when it runs a
+    /// slot-order kernel.
     const CompactProgram* compact(const Call& call) const;
-    /// Work-buffer values per lane: homes, or planes of slots.
-    std::uint64_t work_values_per_lane(const Call& call) const;
+    /// The pipeline that runs `call`: its compiled kernel, or the interpreter's kernel(call),
+    /// specialised for local_homes(call) homes where that is a local kernel.
+    const vk::raii::Pipeline& pipeline(const Call& call) const;
     std::uint32_t segment_slots(const Call& call) const;
     std::vector<Segment> segments(const Call& call) const;
     ChunkCost cost(const Call& call) const;
@@ -105,7 +125,8 @@ private:
     std::shared_ptr<Device> device_;
     const Tape& tape_;
     std::size_t requested_chunk_points_;
-    bool compact_;
+    Interpreter interpreter_;         // TAPEVM_GPU_INTERPRETER
+    std::uint64_t local_home_limit_;  // TAPEVM_GPU_LOCAL_HOMES
     CompactProgram compact_forward_, compact_reverse_;
     DeviceBuffer program_, compact_forward_buffer_, compact_reverse_buffer_, constants_f32_, constants_f64_, output_slots_, guards_, dummy_;
     vk::raii::CommandPool command_pool_{nullptr};

@@ -28,10 +28,17 @@ Tuning read_tuning() {
     Tuning tuning;
     if (const char* text = std::getenv("TAPEVM_GPU_INTERPRETER"); text != nullptr && *text != '\0') {
         const std::string value = text;
-        if (value != "compact" && value != "slots")
-            throw Error("TAPEVM_GPU_INTERPRETER must be 'compact' or 'slots', not '" + value + "'");
-        tuning.compact = value == "compact";
+        if (value == "compact") {
+            tuning.interpreter = Interpreter::compact;
+        } else if (value == "local") {
+            tuning.interpreter = Interpreter::local;
+        } else if (value == "slots") {
+            tuning.interpreter = Interpreter::slots;
+        } else {
+            throw Error("TAPEVM_GPU_INTERPRETER must be 'compact', 'local' or 'slots', not '" + value + "'");
+        }
     }
+    tuning.local_homes = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_LOCAL_HOMES", 512, 1, 65536));
     tuning.workgroup_size = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_WORKGROUP", 64, 32, 1024));
     if ((tuning.workgroup_size & (tuning.workgroup_size - 1)) != 0)
         throw Error("TAPEVM_GPU_WORKGROUP must be a power of two, not " +

@@ -2,6 +2,10 @@
 // NaN until written: its forward values and reverse-mode Jacobian must equal the reference VM's
 // bit for bit, so a home read before it is written, a value overwritten while the partials
 // still need it, or a contribution lost or counted twice fails here, whatever the device.
+// Every home is accessed with at(): the value homes are exactly value_count and each seed's
+// adjoint homes exactly adjoint_count, the lengths the local kernels' home array is sized from
+// (value_count + seeds x adjoint_count), so a home beyond them fails here too.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -45,19 +49,26 @@ Emulated emulate(const Tape& tape, const gpu::detail::CompactProgram& program, s
         if (op == Op::Input) value = x[ins[1]];
         else if (op == Op::Param) value = params[ins[1]];
         else if (op == Op::Const) value = tape.constants()[ins[1]];
-        else value = detail::op_value(op, values[ins[1]], values[ins[2]], values[ins[3]], static_cast<std::int32_t>(info[1]));
-        values[info[0]] = value;
+        else {
+            const std::uint32_t arity = ins[0] >> TV_PROGRAM_ARITY_SHIFT;
+            const auto operand = [&](std::uint32_t k) { return k < arity ? values.at(ins[1 + k]) : unset; };
+            value =
+                detail::op_value(op, operand(0), operand(1), operand(2), static_cast<std::int32_t>(info[1]));
+        }
+        values.at(info[0]) = value;
     }
     Emulated result;
-    for (std::size_t j = 0; j < m; ++j) result.outputs.push_back(values[words[program.table_begin + j][0]]);
-    if (program.reverse_count == 0 && program.adjoint_count <= 1 && n == 0) return result;
+    for (std::size_t j = 0; j < m; ++j)
+        result.outputs.push_back(values.at(words[program.table_begin + j][0]));
+    if (program.adjoint_count == 0) return result;  // a forward program: no adjoint homes
 
     result.jacobian.assign(m * n, unset);
     for (std::size_t k = 0; k < m; ++k) {
-        std::vector<double> adjoints(std::max<std::size_t>(program.adjoint_count, n), unset);
-        for (std::size_t i = 0; i < n; ++i) adjoints[i] = 0;
-        for (std::size_t j = 0; j < m; ++j) adjoints[words[program.table_begin + j][1]] = 0;
-        for (std::size_t j = 0; j < m; ++j) adjoints[words[program.table_begin + j][1]] += j == k ? 1.0 : 0.0;
+        std::vector<double> adjoints(program.adjoint_count, unset);
+        for (std::size_t i = 0; i < n; ++i) adjoints.at(i) = 0;
+        for (std::size_t j = 0; j < m; ++j) adjoints.at(words[program.table_begin + j][1]) = 0;
+        for (std::size_t j = 0; j < m; ++j)
+            adjoints.at(words[program.table_begin + j][1]) += j == k ? 1.0 : 0.0;
         for (std::uint32_t e = 0; e < program.reverse_count; ++e) {
             const auto& ins = words[program.reverse_begin + 3 * e];
             const auto& info = words[program.reverse_begin + 3 * e + 1];
@@ -67,20 +78,22 @@ Emulated emulate(const Tape& tape, const gpu::detail::CompactProgram& program, s
             const Instruction local{op, 0, op == Op::Powi ? info[1] : 1, 2};
             // Only the values the partials read; the others are NaN, as a reused home may hold anything.
             const std::uint32_t reads = info[3] >> TV_COMPACT_READS_SHIFT;
-            const auto read = [&](std::uint32_t bit, std::uint32_t home) { return (reads & bit) ? values[home] : unset; };
+            const auto read = [&](std::uint32_t bit, std::uint32_t home) {
+                return (reads & bit) ? values.at(home) : unset;
+            };
             const std::array<double, 4> local_values = {read(1, ins[1]), read(2, ins[2]), read(4, ins[3]), read(8, info[0])};
             double d[3] = {0, 0, 0};
             const std::uint32_t count =
                 detail::Sweeps<M, double>::partials(local, 3, std::span<const double>(local_values), d);
-            const double adjoint = adjoints[info[2]];
+            const double adjoint = adjoints.at(info[2]);
             const std::uint32_t flags = info[3];
             for (std::uint32_t t = 0; t < count; ++t) {
                 if (flags & (TV_COMPACT_SKIP << t)) continue;
-                const double before = (flags & (TV_COMPACT_FIRST << t)) ? 0.0 : adjoints[targets[t]];
-                adjoints[targets[t]] = before + detail::contribution<M>(d[t], adjoint);
+                const double before = (flags & (TV_COMPACT_FIRST << t)) ? 0.0 : adjoints.at(targets[t]);
+                adjoints.at(targets[t]) = before + detail::contribution<M>(d[t], adjoint);
             }
         }
-        for (std::size_t i = 0; i < n; ++i) result.jacobian[k * n + i] = adjoints[i];
+        for (std::size_t i = 0; i < n; ++i) result.jacobian[k * n + i] = adjoints.at(i);
     }
     return result;
 }
@@ -91,6 +104,8 @@ void check_compact(const Tape& tape, double low, double high) {
     const auto forward = gpu::detail::compact_program(tape, false);
     const auto reverse = gpu::detail::compact_program(tape, true);
     CHECK(forward.reverse_count == 0);
+    CHECK(forward.adjoint_count == 0);
+    CHECK(reverse.adjoint_count >= std::max<std::size_t>(tape.input_count(), 1));
     CHECK(reverse.reverse_count <= tape.slot_count());
     const std::size_t n = tape.input_count(), m = tape.output_count(), p = tape.param_count();
     const std::size_t points = 16;

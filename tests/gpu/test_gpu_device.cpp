@@ -1,6 +1,7 @@
 // Devices: listing, selection by TAPEVM_DEVICE / Options::device (index, name, bad values),
 // chunk planning, validation.
 #include <cstdlib>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -8,12 +9,14 @@
 #include <doctest/doctest.h>
 
 #include "chunking.hpp"
+#include "compact.hpp"
 #include "context.hpp"
-#include "kernels.hpp"
-#include "tuning.hpp"
 #include "gpu_support.hpp"
+#include "kernels.hpp"
+#include "runner.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
+#include "tuning.hpp"
 
 namespace tapevm::test {
 namespace {
@@ -148,6 +151,13 @@ TEST_CASE("chunk planning: workgroup multiples, the batch, the request and every
     CHECK(chunk_lanes(limits(), big, 100'000'000, 0) == 256);
     CHECK(chunk_lanes(busy, big, 100'000'000, 0) == 4096);
     CHECK(chunk_lanes(busy, cost, 100'000'000, 0) == 20928);  // a small tape: the cache wins
+    // No work buffer (the local and compiled kernels): no working-set or occupancy target, only
+    // the operands and the device's limits: here 128 MiB / 120 bytes of results.
+    ChunkCost io_only = cost;
+    io_only.work_bytes_per_lane = 0;
+    CHECK(chunk_lanes(limits(), io_only, 100'000'000, 0) == 1118464);
+    CHECK(chunk_lanes(busy, io_only, 100'000'000, 0) == 1118464);
+    CHECK(chunk_lanes(busy, io_only, 100'000'000, 1000) == 1024);
     // A tape whose work for one workgroup exceeds a buffer is refused clearly.
     ChunkCost huge;
     huge.work_bytes_per_lane = 4u << 20;
@@ -179,30 +189,43 @@ TEST_CASE("the program buffer carries each op's number of slot operands") {
 
 TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in the error") {
     const char* names[] = {"TAPEVM_GPU_INTERPRETER", "TAPEVM_GPU_WORKGROUP", "TAPEVM_GPU_CHUNK_POINTS",
-                           "TAPEVM_GPU_PIPELINE_STATS"};
+                           "TAPEVM_GPU_PIPELINE_STATS", "TAPEVM_GPU_LOCAL_HOMES"};
     std::vector<std::string> saved;
     for (const char* name : names) {
         const char* value = std::getenv(name);
         saved.emplace_back(value == nullptr ? "" : value);
         unsetenv(name);
     }
+    using gpu::detail::Interpreter;
     const auto defaults = gpu::detail::read_tuning();
-    CHECK(defaults.compact);
+    CHECK(defaults.interpreter == Interpreter::compact);
+    CHECK(defaults.local_homes == 512);
     CHECK(defaults.workgroup_size == 64);
     CHECK(defaults.chunk_points == 0);
     CHECK(!defaults.pipeline_stats);
     setenv("TAPEVM_GPU_INTERPRETER", "slots", 1);
     setenv("TAPEVM_GPU_WORKGROUP", "256", 1);
     setenv("TAPEVM_GPU_CHUNK_POINTS", "1000", 1);
+    setenv("TAPEVM_GPU_LOCAL_HOMES", "96", 1);
     const auto set = gpu::detail::read_tuning();
-    CHECK(!set.compact);
+    CHECK(set.interpreter == Interpreter::slots);
     CHECK(set.workgroup_size == 256);
     CHECK(set.chunk_points == 1000);
-    const std::pair<const char*, const char*> bad[] = {{"TAPEVM_GPU_INTERPRETER", "fast"},
-                                                       {"TAPEVM_GPU_WORKGROUP", "48"},
-                                                       {"TAPEVM_GPU_WORKGROUP", "2048"},
-                                                       {"TAPEVM_GPU_CHUNK_POINTS", "-5"},
-                                                       {"TAPEVM_GPU_PIPELINE_STATS", "yes"}};
+    CHECK(set.local_homes == 96);
+    const std::pair<const char*, Interpreter> interpreters[] = {
+        {"compact", Interpreter::compact}, {"local", Interpreter::local}, {"slots", Interpreter::slots}};
+    for (const auto& entry : interpreters) {
+        const char* value = entry.first;  // not a structured binding: clang 14 cannot capture one
+        CAPTURE(value);
+        setenv("TAPEVM_GPU_INTERPRETER", value, 1);
+        CHECK(gpu::detail::read_tuning().interpreter == entry.second);
+    }
+    const std::pair<const char*, const char*> bad[] = {
+        {"TAPEVM_GPU_INTERPRETER", "fast"},   {"TAPEVM_GPU_INTERPRETER", "Local"},
+        {"TAPEVM_GPU_INTERPRETER", "local "}, {"TAPEVM_GPU_LOCAL_HOMES", "0"},
+        {"TAPEVM_GPU_LOCAL_HOMES", "65537"},  {"TAPEVM_GPU_LOCAL_HOMES", "many"},
+        {"TAPEVM_GPU_WORKGROUP", "48"},       {"TAPEVM_GPU_WORKGROUP", "2048"},
+        {"TAPEVM_GPU_CHUNK_POINTS", "-5"},    {"TAPEVM_GPU_PIPELINE_STATS", "yes"}};
     for (const auto& entry : bad) {
         const char* name = entry.first;
         const char* value = entry.second;
@@ -230,6 +253,70 @@ TEST_CASE("chunk sizes of a Vm stay within the device's storage-buffer range") {
         CHECK(lanes >= 64);
         CHECK(lanes * vm.tape().slot_count() * 4 * 4 <= vm.device().max_storage_buffer_range);
     }
+}
+
+// The local interpreter's choices, with a tuning of the test's own (the environment's is read
+// once per process): the local kernels where the homes per point are within the limit, with a
+// pipeline specialised for them and no work buffer, so chunks are bounded by the operands only;
+// the compact kernels above the limit; tangent and hvp as asked.
+TEST_CASE("the local interpreter: within the home limit local kernels, above it compact ones") {
+    using gpu::detail::Call;
+    using gpu::detail::Interpreter;
+    using gpu::detail::Kernel;
+    const Tape tape = examples::example_tape("ba-param");
+    const std::uint32_t m = tape.output_count();
+    const auto forward_program = gpu::detail::compact_program(tape, false);
+    const auto reverse_program = gpu::detail::compact_program(tape, true);
+    const std::uint32_t one_seed = reverse_program.value_count + reverse_program.adjoint_count;
+    const std::uint32_t all_seeds = reverse_program.value_count + m * reverse_program.adjoint_count;
+    REQUIRE(forward_program.value_count < one_seed);
+    REQUIRE(one_seed < all_seeds);
+
+    Call forward, vjp, jacobian, tangent, hvp;
+    forward.kernel = Kernel::forward;
+    forward.inputs.width = tape.input_count();
+    forward.result_width = m;
+    vjp.kernel = Kernel::reverse, vjp.planes = 2, vjp.directions = 1, vjp.seeds_from_buffer = true;
+    jacobian.kernel = Kernel::reverse, jacobian.planes = 1 + m, jacobian.directions = m;
+    tangent.kernel = Kernel::tangent, tangent.planes = 2, tangent.directions = 1;
+    hvp.kernel = Kernel::hvp, hvp.planes = 4;
+    for (Call* call : {&forward, &vjp, &jacobian, &tangent, &hvp}) call->points = std::size_t{1} << 30;
+
+    const auto device = gpu::detail::Device::acquire(test_options());
+    const std::lock_guard lock(device->mutex());
+    gpu::detail::Tuning local;
+    local.interpreter = Interpreter::local;
+    local.local_homes = one_seed;  // one seed's homes fit, m seeds' do not
+    const gpu::detail::Runner runner(device, tape, 0, local);
+    CHECK(runner.kernel(forward) == Kernel::forward_local);
+    CHECK(runner.kernel(vjp) == Kernel::reverse_local);
+    CHECK(runner.kernel(jacobian) == Kernel::reverse_compact);
+    CHECK(runner.kernel(tangent) == Kernel::tangent);
+    CHECK(runner.kernel(hvp) == Kernel::hvp);
+    CHECK(runner.local_homes(forward) == gpu::detail::local_home_count(forward_program.value_count));
+    CHECK(runner.local_homes(vjp) == gpu::detail::local_home_count(one_seed));
+    CHECK(runner.local_homes(jacobian) == 0);
+    CHECK(runner.local_homes(vjp) >= one_seed);
+    CHECK(gpu::detail::local_home_count(1) == gpu::detail::local_home_minimum);
+    CHECK(gpu::detail::local_home_count(64) == 64);
+    CHECK(gpu::detail::local_home_count(65) == 128);
+    CHECK(runner.work_values_per_lane(forward) == 0);
+    CHECK(runner.work_values_per_lane(vjp) == 0);
+    CHECK(runner.work_values_per_lane(jacobian) == all_seeds);
+
+    gpu::detail::Tuning compact;
+    const gpu::detail::Runner compact_runner(device, tape, 0, compact);
+    CHECK(compact_runner.kernel(forward) == Kernel::forward_compact);
+    CHECK(compact_runner.kernel(vjp) == Kernel::reverse_compact);
+    CHECK(compact_runner.local_homes(forward) == 0);
+    CHECK(compact_runner.work_values_per_lane(forward) == forward_program.value_count);
+    // No work buffer: the chunk is not held to the working-set target.
+    CHECK(runner.lanes(forward) > compact_runner.lanes(forward));
+    gpu::detail::Tuning slots;
+    slots.interpreter = Interpreter::slots;
+    const gpu::detail::Runner slots_runner(device, tape, 0, slots);
+    CHECK(slots_runner.kernel(forward) == Kernel::forward);
+    CHECK(slots_runner.kernel(jacobian) == Kernel::reverse);
 }
 
 // Last in this file: it replaces the shared device. A lost device (as after

@@ -72,10 +72,17 @@ std::vector<std::vector<std::uint32_t>> instructions(const std::vector<std::uint
     return found;
 }
 
+// Every kernel of the interpreter (kernels.hpp), the compact and local builds included.
+std::vector<Kernel> all_kernels() {
+    std::vector<Kernel> kernels;
+    for (std::size_t k = 0; k < gpu::detail::kernel_count; ++k) kernels.push_back(static_cast<Kernel>(k));
+    return kernels;
+}
+
 constexpr std::uint32_t op_extension = 10, op_entry_point = 15, op_execution_mode = 16, op_capability = 17;
 
 TEST_CASE("the DenormPreserve patch adds the capability and one execution mode per width") {
-    for (const Kernel kernel : {Kernel::forward, Kernel::tangent, Kernel::reverse, Kernel::hvp}) {
+    for (const Kernel kernel : all_kernels()) {
         for (const bool double_precision : {false, true}) {
             CAPTURE(gpu::detail::kernel_name(kernel));
             CAPTURE(double_precision);
@@ -134,7 +141,7 @@ TEST_CASE("spirv-val accepts every kernel with every DenormPreserve request") {
         MESSAGE("spirv-val (" << TAPEVM_SPIRV_VAL << ") is not on this machine: the kernels are not validated here");
         return;
     }
-    for (const Kernel kernel : {Kernel::forward, Kernel::tangent, Kernel::reverse, Kernel::hvp}) {
+    for (const Kernel kernel : all_kernels()) {
         for (const bool double_precision : {false, true}) {
             for (const Widths& widths : {Widths{}, Widths{32}, Widths{32, 64}, Widths{16, 32, 64}}) {
                 const std::string name = std::string(gpu::detail::kernel_name(kernel)) +

@@ -1,12 +1,18 @@
 // The GPU VM against the reference VM: every mode, float and double, the example tapes, a
 // guarded tape, NaN isolation, and batches that cross chunk boundaries.
 #include <array>
+#include <cstdlib>
 #include <limits>
+#include <mutex>
+#include <string>
 #include <vector>
 
 #include <doctest/doctest.h>
 
+#include "context.hpp"
 #include "gpu_support.hpp"
+#include "kernels.hpp"
+#include "runner.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/var.hpp"
@@ -74,6 +80,36 @@ template <class Real> void check_examples(std::size_t points) {
         const gpu::Vm vm(examples::example_tape(name), test_options());
         check_every_mode<Real>(vm, points, false, -1.5, 1.5);
         if (vm.tape().param_count() > 0) check_every_mode<Real>(vm, points, true, -1.5, 1.5);
+    }
+}
+
+// Meson runs this suite as gpu_modes, gpu_modes_local and gpu_modes_slots: each must run the
+// forward and reverse kernels its TAPEVM_GPU_INTERPRETER names. BA's programs need few homes
+// and run in one dispatch, so `local` applies to them (test_gpu_device checks the fallbacks).
+TEST_CASE("TAPEVM_GPU_INTERPRETER names the kernels that run forward and reverse calls") {
+    using gpu::detail::Kernel;
+    const char* variable = std::getenv("TAPEVM_GPU_INTERPRETER");
+    const std::string interpreter = variable == nullptr || *variable == '\0' ? "compact" : variable;
+    CAPTURE(interpreter);
+    const Tape tape = examples::example_tape("ba-param");
+    const auto device = gpu::detail::Device::acquire(test_options());
+    const std::lock_guard lock(device->mutex());
+    const gpu::detail::Runner runner(device, tape, 0);
+    gpu::detail::Call forward, jacobian;
+    forward.kernel = Kernel::forward;
+    jacobian.kernel = Kernel::reverse;
+    jacobian.planes = 1 + tape.output_count();
+    jacobian.directions = tape.output_count();
+    if (interpreter == "slots") {
+        CHECK(runner.kernel(forward) == Kernel::forward);
+        CHECK(runner.kernel(jacobian) == Kernel::reverse);
+    } else if (interpreter == "local") {
+        CHECK(runner.kernel(forward) == Kernel::forward_local);
+        CHECK(runner.kernel(jacobian) == Kernel::reverse_local);
+        CHECK(runner.work_values_per_lane(jacobian) == 0);
+    } else {
+        CHECK(runner.kernel(forward) == Kernel::forward_compact);
+        CHECK(runner.kernel(jacobian) == Kernel::reverse_compact);
     }
 }
 
