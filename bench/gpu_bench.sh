@@ -5,18 +5,26 @@
 # lib/ with shared libraries the GPU machine lacks (libadolc). Run from the repository root after
 # the Vulkan loader is unpacked (../shared/vulkan-loader/README.md). Steps, each logged to OUT_DIR:
 #   1. tapevm devices, then the GPU tests (tests/gpu and the conformance suite's GPU executable),
-#      and test_gpu_modes again with TAPEVM_GPU_INTERPRETER=local;
-#   2. tapevm bench: the GPU interpreter device-resident (gpu) and with transfers (gpu-e2e), the
-#      CPU VM and the native baselines on this machine's cores, f32 and f64, at 2^16, 2^20, 2^22
-#      points for ba, rosenbrock16 and trig16, and the 10,000+-instruction mlp tape;
-#   3. JAX on the same points (bench/jax_bench.py), float32 and float64;
+#      test_gpu_modes again on the local kernels and on compiled kernels, and the conformance
+#      suite on compiled kernels (step tests);
+#   1b. the tape compiler's compile times per workload and mode, cold and from the disk cache,
+#      into compile.txt (step compile);
+#   2. tapevm bench: the tape compiler's kernels (compiled, compiled-e2e) and the GPU interpreter
+#      (gpu, gpu-e2e) device-resident and with transfers, the CPU VM and the native baselines on
+#      this machine's cores, f32 and f64, at 2^16, 2^20, 2^22 points for ba, rosenbrock16 and
+#      trig16, and the ~1,100-instruction mlp16 and 15,825-instruction mlp tapes (step gpu, cpu);
+#   3. JAX on the same points (bench/jax_bench.py), float32 and float64 (step jax);
 #   4. (only when asked: TAPEVM_GPU_BENCH_STEPS=...,tune) the interpreter's variants side by side
 #      (src/vm_gpu/tuning.hpp): each pipeline's statistics (registers, spills) in pipelines.txt,
 #      then f32 at the largest batch for each TAPEVM_GPU_TUNE entry interpreter:workgroup:chunk
 #      (interpreter slots, compact or local; chunk 0 = the default size, which for local is as
-#      large as the device allows: no work buffer), all records in tune.json with their variant.
+#      large as the device allows: no work buffer), all records in tune.json with their variant;
+#   5. (only when asked: tune-compiled) the compiled kernels' variants: staging through shared
+#      memory or not, workgroup sizes (TAPEVM_GPU_TUNE_COMPILED), into tune_compiled.json.
+# bench/gpu_pack.sh BUILD .gpu makes BIN_DIR (.gpu/bin) and brings the loader.
 # Few files come back from the GPU machine: OUT_DIR gets log.txt (everything printed), tests.txt
-# (the test executables' output) and gpu.json, mlp.json, cpu.json, jax.json (bench records).
+# (the test executables' output), compile.txt, smi.csv and gpu.json, mlp.json, cpu.json, jax.json,
+# tune.json, tune_compiled.json (bench records).
 set -uo pipefail
 bin=$1
 out=$2
@@ -30,8 +38,9 @@ if [[ -z ${VK_DRIVER_FILES:-} ]] && ! "$tapevm" devices >/dev/null 2>&1; then
     echo "gpu_bench: no driver on the default paths; using VK_DRIVER_FILES=${icd:-<none found>}"
     [[ -n $icd ]] && export VK_DRIVER_FILES=$icd
 fi
-# TAPEVM_GPU_BENCH_STEPS picks steps (default "tests,gpu,cpu,jax"; "tune" adds step 4).
-steps=,${TAPEVM_GPU_BENCH_STEPS:-tests,gpu,cpu,jax},
+# TAPEVM_GPU_BENCH_STEPS picks steps (default "tests,compile,gpu,cpu,jax"; "tune" adds step 4,
+# "tune-compiled" step 5).
+steps=,${TAPEVM_GPU_BENCH_STEPS:-tests,compile,gpu,cpu,jax},
 want() { [[ $steps == *,$1,* ]]; }
 # TAPEVM_GPU_BENCH_POINTS=a,b,c runs other batch sizes (a quick check elsewhere: 256,1024).
 points=${TAPEVM_GPU_BENCH_POINTS:-65536,1048576,4194304}
@@ -62,12 +71,37 @@ for exe in "$bin"/test_gpu_* "$bin"/test_conformance_gpu; do
     status=$?
     echo "test $name: exit $status ($((SECONDS - start)) s)$([[ $status == 77 ]] && echo ' SKIPPED')"
 done
-# The modes suite on the local kernels too (meson's gpu_modes_local).
-if want tests && [[ -x $bin/test_gpu_modes ]]; then
-    start=$SECONDS
-    echo "==> test_gpu_modes (TAPEVM_GPU_INTERPRETER=local)" >>"$out/tests.txt"
-    TAPEVM_GPU_INTERPRETER=local "$bin/test_gpu_modes" >>"$out/tests.txt" 2>&1
-    echo "test test_gpu_modes (local): exit $? ($((SECONDS - start)) s)"
+# The same suites on other kernels (meson's gpu_modes_local, gpu_modes_compiled and
+# conformance_gpu_compiled): VARIABLE=VALUE EXECUTABLE.
+run_variant() {
+    [[ -x $bin/$2 ]] || return 0
+    local start=$SECONDS
+    echo "==> $2 ($1)" >>"$out/tests.txt"
+    env "$1" TAPEVM_CACHE_DIR=/tmp/tapevm-test-cache "$bin/$2" >>"$out/tests.txt" 2>&1
+    echo "test $2 ($1): exit $? ($((SECONDS - start)) s)"
+}
+if want tests; then
+    run_variant TAPEVM_GPU_INTERPRETER=local test_gpu_modes
+    run_variant TAPEVM_TEST_GPU_ENGINE=compiled test_gpu_modes
+    run_variant TAPEVM_TEST_GPU_ENGINE=compiled test_conformance_gpu
+fi
+
+# 1b. the tape compiler's compile times (step compile): for each workload's tape, every mode in
+# f32 by `tapevm inspect --plan --compile` in a new process with an empty cache (cold: GLSL,
+# glslang, the driver's pipeline; the first kernel of a process also pays glslang's start-up),
+# then twice more in new processes with that cache (SPIR-V and the driver's pipeline cache on
+# disk), into compile.txt.
+if want compile; then
+    for w in ${TAPEVM_GPU_BENCH_COMPILE:-rosenbrock16 trig16 ba mlp16 mlp}; do
+        "$tapevm" bench --workload "$w" --write-tape "/tmp/$w.tape" >/dev/null 2>&1 || continue
+        rm -rf /tmp/tapevm-compile-cache
+        for run in cold disk-cache disk-cache; do
+            echo "== $w f32, $run" >>"$out/compile.txt"
+            TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan --compile \
+                >>"$out/compile.txt" 2>&1
+        done
+    done
+    echo "compile: done ($(grep -c compiled "$out/compile.txt") kernels)"
 fi
 
 # 2. tapevm bench
@@ -79,17 +113,18 @@ run_bench() {  # NAME ARGS...
     "$tapevm" bench "$@" --json "$out/$name.json" 2>&1
     echo "bench $name: exit $? ($((SECONDS - start)) s)"
 }
-want gpu && run_bench gpu --workload ba,rosenbrock16,trig16 --backend gpu,gpu-e2e,native-simd --precision f32,f64 --repeats 20 \
-    --threads 16 --points "$points"
-want gpu && run_bench mlp --workload mlp --backend gpu,native-simd --precision f32,f64 --repeats 20 --threads 16 --points "${points%,*}"
+want gpu && run_bench gpu --workload ba,rosenbrock16,trig16 --backend compiled,gpu,compiled-e2e,gpu-e2e,native-simd \
+    --precision f32,f64 --repeats 20 --threads 16 --points "$points"
+want gpu && run_bench mlp --workload mlp16,mlp --backend compiled,gpu,native-simd --precision f32,f64 --repeats 20 \
+    --threads 16 --points "${points%,*}"
 want cpu && run_bench cpu --workload ba,rosenbrock16,trig16 --backend cpu,native-simd --precision f32,f64 --threads 1,16 \
     --points "$largest"
 
 # 3. JAX, same points
-for w in ba rosenbrock16 trig16 mlp; do
+for w in ba rosenbrock16 trig16 mlp16 mlp; do
     want jax || break
     n=$largest
-    [[ $w == mlp ]] && n=${points%,*} && n=${n##*,}
+    [[ $w == mlp* ]] && n=${points%,*} && n=${n##*,}
     "$tapevm" bench --workload $w --points $n --write-inputs "/tmp/$w.bin" >/dev/null 2>&1
     start=$SECONDS
     python3 bench/jax_bench.py --inputs "/tmp/$w.bin" --points "$(tr , '\n' <<<"$points" | awk -v n=$n '$1<=n' | paste -sd,)" \
@@ -138,6 +173,33 @@ records = []
 for path in sys.argv[2:]:
     for record in json.load(open(path)):
         record["variant"] = os.path.basename(path)[5:-5]
+        records.append(record)
+json.dump(records, open(sys.argv[1], "w"), indent=1)
+PY
+fi
+
+# 5. variants of the tape compiler's kernels (step tune-compiled): each compiled pipeline's
+# statistics (registers, spills) in pipelines.txt, then f32 at the largest batch for each
+# TAPEVM_GPU_TUNE_COMPILED entry staging:workgroup (staging 1: inputs and results through shared
+# memory, 0: one row per invocation), records in tune_compiled.json with their variant.
+if want tune-compiled; then
+    TAPEVM_GPU_PIPELINE_STATS=1 "$tapevm" bench --workload ba,rosenbrock16,trig16 --backend compiled \
+        --precision f32,f64 --points 1024 --repeats 1 2>&1 | grep "gpu pipeline" >>"$out/pipelines.txt"
+    rm -f /tmp/tunec_*.json
+    for variant in ${TAPEVM_GPU_TUNE_COMPILED:-1:64 0:64 1:64 0:64 1:128 1:256 0:256}; do
+        IFS=: read -r staging group <<<"$variant"
+        echo "== $(date +%T) compiled $variant"
+        TAPEVM_GPU_COMPILE_STAGING=$staging TAPEVM_GPU_WORKGROUP=$group TAPEVM_CACHE_DIR=/tmp/tapevm-tune-cache \
+            "$tapevm" bench --workload ba,rosenbrock16,trig16 --backend compiled --precision f32 --repeats 20 \
+            --threads 16 --points "$largest" --json "/tmp/tunec_$variant.json" 2>&1 |
+            grep -E "^(ba|rosenbrock16|trig16) .* compiled " | sed "s/^/$variant  /"
+    done
+    python3 - "$out/tune_compiled.json" /tmp/tunec_*.json <<'PY'
+import json, os, sys
+records = []
+for path in sys.argv[2:]:
+    for record in json.load(open(path)):
+        record["variant"] = os.path.basename(path)[6:-5]
         records.append(record)
 json.dump(records, open(sys.argv[1], "w"), indent=1)
 PY

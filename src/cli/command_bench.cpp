@@ -9,6 +9,7 @@
 #include "bench.hpp"
 #include "commands.hpp"
 #include "inputs_file.hpp"
+#include "tapevm/tape_file.hpp"
 #include "workloads.hpp"
 
 namespace tapevm::cli {
@@ -19,6 +20,7 @@ constexpr std::string_view help =
                     [--threads N] [--points N] [--repeats R] [--json FILE]
        tapevm bench --list
        tapevm bench --workload W --points N [--mode M] --write-inputs FILE
+       tapevm bench --workload W --write-tape FILE
 
 Times fixed workloads on every backend and compares them with a native compiled version
 of the same function measured in the same run. Each option takes a comma-separated list
@@ -36,8 +38,8 @@ options:
   --workload W    ba, rosenbrock16, trig16, mlp or all (default all)
   --mode M        auto (ba: jacobian, the others: gradient), forward, gradient, jacobian
                   or all (default auto); native backends always evaluate the primal
-  --backend B     native-simd, native-scalar, cpu, gpu, reference, adolc or all (default
-                  all: those in this build)
+  --backend B     native-simd, native-scalar, cpu, gpu, gpu-e2e, compiled, compiled-e2e,
+                  reference, adolc or all (default all: those in this build)
   --precision P   f64, f32 or all (default f64)
   --threads N     worker threads; 0 = all hardware threads (default 1)
   --points N      batch size (default 65536)
@@ -47,12 +49,15 @@ options:
   --write-inputs FILE
                   write one workload's N points (and the reference VM's results at 64 of
                   them) for bench/jax_bench.py, instead of measuring (bench/README.md)
+  --write-tape FILE
+                  write one workload's tape as a .tape file (for tapevm inspect, e.g. the
+                  tape compiler's compile times: inspect FILE --plan --compile)
 )";
 
 constexpr OptionSpec options[] = {{"--workload", true},     {"--mode", true},    {"--backend", true},
                                   {"--precision", true},    {"--threads", true}, {"--points", true},
                                   {"--repeats", true},      {"--json", true},    {"--list", false},
-                                  {"--write-inputs", true}, {"--help", false}};
+                                  {"--write-inputs", true}, {"--write-tape", true}, {"--help", false}};
 
 void list(std::ostream& out) {
     out << "workloads:\n";
@@ -89,6 +94,14 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     take("--points", text.points);
     take("--repeats", text.repeats);
     const bench::Config config = bench::parse_config(text);
+    if (const auto path = arguments.value("--write-tape")) {
+        if (config.workloads.size() != 1) throw UsageError("--write-tape needs one --workload");
+        const bench::Workload& workload = bench::workload(config.workloads.front());
+        save_file(workload.tape, std::string(*path));
+        out << "wrote the tape of " << workload.name << " (" << workload.tape.instruction_count()
+            << " instructions) to " << *path << '\n';
+        return 0;
+    }
     if (const auto path = arguments.value("--write-inputs")) {
         if (config.workloads.size() != 1 || config.points.size() != 1 || config.modes.size() > 1)
             throw UsageError("--write-inputs needs one --workload, one --points and at most one --mode");

@@ -14,6 +14,8 @@
 #include "../cli_support.hpp"
 #include "backends.hpp"
 #include "cli.hpp"
+#include "tapevm/examples.hpp"
+#include "tapevm/tape_file.hpp"
 
 namespace {
 
@@ -93,4 +95,16 @@ TEST_CASE("tapevm bench: bad options are errors with exit status 2") {
     check_error(run_cli({"bench", "--workload", "rosenbrock16", "--backend", "reference", "--points", "3",
                          "--json", missing.string()}),
                 "cannot write");
+}
+
+TEST_CASE("tapevm bench --write-tape writes the workload's tape") {
+    const fs::path path = temp_path("trig16.tape");
+    const CliResult result = run_cli({"bench", "--workload", "trig16", "--write-tape", path.string()});
+    INFO(result.err);
+    CHECK(result.status == 0);
+    CHECK(result.out.find("176 instructions") != std::string::npos);
+    CHECK(tapevm::load_file(path.string()).dump() == tapevm::examples::example_tape("trig16").dump());
+    fs::remove(path);
+    check_error(run_cli({"bench", "--workload", "ba,trig16", "--write-tape", path.string()}),
+                "--write-tape needs one --workload");
 }

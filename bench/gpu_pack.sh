@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# bench/gpu_pack.sh BUILD_DIR PACK_DIR: packs a release build for the GPU machine.
+#
+# PACK_DIR (an ignored folder of the checkout, e.g. .gpu) gets the Vulkan loader package
+# (../shared/vulkan-loader, unpacked there with `for f in PACK_DIR/*.deb; do dpkg -x $f /; done;
+# ldconfig`) and bin/: tapevm, the GPU test executables and the conformance suite's GPU
+# executable (their SPIR-V is embedded, the tape compiler's GLSL library too: nothing else of the
+# checkout is read at run time), and bin/lib/ with the shared libraries the GPU machine lacks
+# (ADOL-C). bench/gpu_bench.sh PACK_DIR/bin OUT then runs every GPU measurement.
+set -euo pipefail
+if [[ $# -ne 2 || ! -x $1/src/cli/tapevm ]]; then
+    echo "usage: bench/gpu_pack.sh BUILD_DIR PACK_DIR (BUILD_DIR: a built release folder)" >&2
+    exit 2
+fi
+build=$1
+pack=$2
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+loader_dir=${TAPEVM_VULKAN_LOADER_DIR:-$root/../shared/vulkan-loader}
+rm -rf "$pack/bin"
+mkdir -p "$pack/bin/lib"
+cp "$loader_dir"/*.deb "$pack/"
+cp "$build/src/cli/tapevm" "$pack/bin/"
+for exe in "$build"/tests/gpu/test_gpu_* "$build"/tests/conformance/test_conformance_gpu; do
+    [[ -x $exe && -f $exe ]] && cp "$exe" "$pack/bin/"
+done
+# Shared libraries outside the base system that the programs link (ADOL-C and what it needs).
+ldd "$pack"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
+    case $(basename "$library") in
+        libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | ld-linux* | libdl.so* | libpthread.so*) ;;
+        libvulkan.so*) ;;  # from the loader package
+        *) cp -L "$library" "$pack/bin/lib/" ;;
+    esac
+done
+strip --strip-unneeded "$pack"/bin/tapevm "$pack"/bin/test_* 2>/dev/null || true
+du -sh "$pack"
+ls "$pack/bin" "$pack/bin/lib"
