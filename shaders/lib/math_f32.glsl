@@ -362,6 +362,21 @@ precise float tv_cos(float x) {
     y = (n & 2) == 0 ? y : -y;
     return tv_isfinite(x) ? y : tv_nan_f32();
 }
+// sin(x) and cos(x) from one reduction, exactly tv_sin(x) and tv_cos(x) (the same steps):
+// for kernels that need both (the tape compiler: a Sin and a Cos of one operand, or a Sin and
+// its partial).
+void tv_sincos(float x, precise out float s, precise out float c) {
+    float hi, lo;
+    int n;
+    tv_reduce_pio2(tv_isfinite(x) ? x : 0.0f, hi, lo, n);
+    float ks = tv_sin_kernel(hi, lo), kc = tv_cos_kernel(hi, lo);
+    float ys = (n & 1) == 0 ? ks : kc;
+    ys = (n & 2) == 0 ? ys : -ys;
+    float yc = (n & 1) == 0 ? kc : -ks;
+    yc = (n & 2) == 0 ? yc : -yc;
+    s = x == 0.0f ? x : (tv_isfinite(x) ? ys : tv_nan_f32());
+    c = tv_isfinite(x) ? yc : tv_nan_f32();
+}
 precise float tv_tan(float x) {
     float hi, lo;
     int n;

@@ -388,6 +388,21 @@ precise double tv_cos(double x) {
     y = (n & 2) == 0 ? y : -y;
     return tv_isfinite(x) ? y : tv_nan_f64();
 }
+// sin(x) and cos(x) from one reduction, exactly tv_sin(x) and tv_cos(x) (the same steps):
+// for kernels that need both (the tape compiler: a Sin and a Cos of one operand, or a Sin and
+// its partial).
+void tv_sincos(double x, precise out double s, precise out double c) {
+    double hi, lo;
+    int n;
+    tv_reduce_pio2(tv_isfinite(x) ? x : 0.0LF, hi, lo, n);
+    double ks = tv_sin_kernel(hi, lo), kc = tv_cos_kernel(hi, lo);
+    double ys = (n & 1) == 0 ? ks : kc;
+    ys = (n & 2) == 0 ? ys : -ys;
+    double yc = (n & 1) == 0 ? kc : -ks;
+    yc = (n & 2) == 0 ? yc : -yc;
+    s = x == 0.0LF ? x : (tv_isfinite(x) ? ys : tv_nan_f64());
+    c = tv_isfinite(x) ? yc : tv_nan_f64();
+}
 precise double tv_tan(double x) {
     double hi, lo;
     int n;

@@ -94,6 +94,7 @@ public:
             const Instruction& ins = instructions[s];
             for (std::uint32_t k = 0; k < arity(ins.op); ++k) live_[operand(ins, k)] = true;
         }
+        sincos_emitted_.assign(slots_, false);
         for (std::uint32_t s = 0; s < slots_; ++s)
             if (live_[s] && arity(instructions[s].op) == 1)
                 unary_.emplace(std::pair(instructions[s].op, instructions[s].a), s);
@@ -201,6 +202,22 @@ private:
             if (!live_[s]) continue;
             const Instruction& ins = instructions[s];
             const std::string v = var("v", s);
+            if (const auto trig = sincos_of(ins)) {  // sin and cos of the operand from one reduction
+                if (!sincos_emitted_[ins.a]) {
+                    w_.line("REAL " + trig->sin + ", " + trig->cos + ";");
+                    w_.line("tv_sincos(" + value(ins.a) + ", " + trig->sin + ", " + trig->cos + ");");
+                    sincos_emitted_[ins.a] = true;
+                }
+                const bool is_sin = ins.op == Op::Sin;
+                if (!dual()) {
+                    w_.line("REAL " + v + " = " + (is_sin ? trig->sin : trig->cos) + ";");
+                } else {  // td_sin, td_cos: the value, and the tangent through the partial
+                    w_.line("Dual " + v + " = Dual(" + (is_sin ? trig->sin : trig->cos) +
+                            ", tv_contribution(" + (is_sin ? trig->cos : "-" + trig->sin) + ", " +
+                            var("v", ins.a) + ".t));");
+                }
+                continue;
+            }
             if (!dual()) {
                 w_.line("REAL " + v + " = " +
                         (arity(ins.op) == 0 ? leaf(ins)
@@ -227,6 +244,22 @@ private:
         return text + ", " + std::to_string(has_flag(ins.op, op_flag::immediate) ? powi_exponent(ins) : 0);
     }
 
+    // A Sin or Cos whose operand's sine and cosine come from one tv_sincos (exactly tv_sin and
+    // tv_cos): where the kernel needs both, because the tape has a Sin and a Cos of that operand,
+    // or because the op's partial is the other (reverse, tangent and hvp kernels, where the
+    // operand depends on an input). The variables holding them.
+    struct SinCos {
+        std::string sin, cos;
+    };
+    std::optional<SinCos> sincos_of(const Instruction& ins) const {
+        if ((ins.op != Op::Sin && ins.op != Op::Cos) || !live_[ins.a]) return std::nullopt;
+        const bool both =
+            unary_.count(std::pair(Op::Sin, ins.a)) != 0 && unary_.count(std::pair(Op::Cos, ins.a)) != 0;
+        const bool partial_needed = spec_.kernel != Kernel::forward && depends_[ins.a];
+        if (!both && !partial_needed) return std::nullopt;
+        return SinCos{var("sin", ins.a), var("cos", ins.a)};
+    }
+
     // Sin's partial is cos(a): the value of a Cos of the same operand, when the tape computes
     // one, bit for bit (the same formula, in scalars and in duals), instead of a second cos.
     // The slot holding it and whether the partial is its negation (Cos: -sin(a)).
@@ -242,6 +275,10 @@ private:
     void partials(std::uint32_t s) {
         const Instruction& ins = tape_.instructions()[s];
         const std::string p = var("p", s) + "_";
+        if (const auto trig = sincos_of(ins)) {  // Sin: cos(a), Cos: -sin(a)
+            w_.line("REAL " + p + "0 = " + (ins.op == Op::Sin ? trig->cos : "-" + trig->sin) + ";");
+            return;
+        }
         if (const auto sibling = sibling_slot(ins)) {
             w_.line("REAL " + p + "0 = " + (sibling->second ? "-" : "") + value(sibling->first) + ";");
             return;
@@ -387,22 +424,33 @@ private:
                 targets.push_back(depends_[operand(ins, i)] ? adjoint(operand(ins, i)) : "");
             const std::string g = var("g", s);
             const std::string q = var("q", s) + "_";
-            w_.raw("    if (!td_is_zero(" + g + ")) {\n");
-            if (const auto sibling = sibling_slot(ins)) {  // the dual partial is the sibling's dual value
-                w_.line("    Dual " + q + "0 = " +
+            // A zero adjoint contributes nothing (the reference skips it): selects rather than a
+            // branch, so the kernel stays one basic block (CPU devices' compilers are much faster).
+            const std::string skip = var("z", s);
+            w_.line("bool " + skip + " = td_is_zero(" + g + ");");
+            if (const auto trig = sincos_of(ins)) {  // td_cos(a) or -td_sin(a), as in values()
+                const std::string a = var("v", ins.a) + ".t";
+                const std::string sin_dual =
+                    "Dual(" + trig->sin + ", tv_contribution(" + trig->cos + ", " + a + "))";
+                const std::string cos_dual =
+                    "Dual(" + trig->cos + ", tv_contribution(-" + trig->sin + ", " + a + "))";
+                w_.line("Dual " + q + "0 = " + (ins.op == Op::Sin ? cos_dual : "td_neg(" + sin_dual + ")") +
+                        ";");
+            } else if (const auto sibling =
+                           sibling_slot(ins)) {  // the dual partial is the sibling's dual value
+                w_.line("Dual " + q + "0 = " +
                         (sibling->second ? "td_neg(" + var("v", sibling->first) + ")"
                                          : var("v", sibling->first)) +
                         ";");
             } else {
-                w_.line("    Dual " + q + "0, " + q + "1, " + q + "2;");
-                w_.line("    td_partials_" + op_name(ins.op) + "(" + dual_operands(ins) + ", " + var("v", s) +
+                w_.line("Dual " + q + "0, " + q + "1, " + q + "2;");
+                w_.line("td_partials_" + op_name(ins.op) + "(" + dual_operands(ins) + ", " + var("v", s) +
                         ", " + q + "0, " + q + "1, " + q + "2);");
             }
             for (std::uint32_t i = 0; i < targets.size(); ++i)
                 if (!targets[i].empty())
-                    w_.line("    " + targets[i] + " = td_add(" + targets[i] + ", td_contribution(" + q +
-                            std::to_string(i) + ", " + g + "));");
-            w_.raw("    }\n");
+                    w_.line(targets[i] + " = " + skip + " ? " + targets[i] + " : td_add(" + targets[i] +
+                            ", td_contribution(" + q + std::to_string(i) + ", " + g + "));");
         }
         for (std::uint32_t i = 0; i < n(); ++i)
             results_.push_back(declared[i] ? var("g", i) + ".t" : std::string("REAL(0)"));
@@ -468,6 +516,7 @@ private:
     std::uint32_t slots_;
     std::vector<bool> depends_, live_;
     std::map<std::pair<Op, std::uint32_t>, std::uint32_t> unary_;  // (op, operand) -> a live slot
+    std::vector<bool> sincos_emitted_;  // per operand slot: its tv_sincos is emitted
     bool stage_inputs_ = false, stage_results_ = false;
     std::vector<std::string> results_;  // the result row's expressions, in order
     Writer w_;

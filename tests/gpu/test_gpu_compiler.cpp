@@ -147,16 +147,24 @@ TEST_CASE("compiled kernels equal the interpreter bit for bit, every mode") {
     check_against_interpreter<double>(sibling_tape(), -3, 3);
 }
 
-TEST_CASE("a partial taken from a sibling's value is the partial's own formula, bit for bit") {
-    // The generated GLSL uses the Cos slot for Sin's partial (and -Sin for Cos's).
+TEST_CASE("partials taken from values the kernel has: siblings, and sine and cosine from one reduction") {
+    // Sinh's partial is the Cosh of the same operand and the other way round; Sin and Cos of one
+    // operand come from one tv_sincos, which also gives their partials.
     const std::string glsl = gpu::generated_glsl(sibling_tape(), "jacobian", false);
-    CHECK(glsl.find("tv_partials_sin(") == std::string::npos);
-    CHECK(glsl.find("tv_partials_cos(") == std::string::npos);
     CHECK(glsl.find("tv_partials_sinh(") == std::string::npos);
     CHECK(glsl.find("tv_partials_cosh(") == std::string::npos);
-    // A Sin without a Cos of the same operand computes its partial.
-    const Tape lone = record(1, [](std::span<const Var> x) { return sin(x[0]) + cos(x[0] * 2.0); });
-    CHECK(gpu::generated_glsl(lone, "gradient", false).find("tv_partials_sin(") != std::string::npos);
+    CHECK(glsl.find("tv_partials_sin(") == std::string::npos);
+    CHECK(glsl.find("tv_partials_cos(") == std::string::npos);
+    CHECK(glsl.find("tv_value_sin(") == std::string::npos);
+    CHECK(glsl.find("tv_sincos(v0, sin0, cos0)") != std::string::npos);
+    // Without a Cosh, Sinh computes its partial; a lone Sin needs its cosine only for its partial.
+    const Tape lone = record(1, [](std::span<const Var> x) { return sin(x[0]) + sinh(x[0] * 2.0); });
+    const std::string gradient = gpu::generated_glsl(lone, "gradient", false);
+    CHECK(gradient.find("tv_partials_sinh(") != std::string::npos);
+    CHECK(gradient.find("tv_sincos(v0, sin0, cos0)") != std::string::npos);
+    const std::string forward = gpu::generated_glsl(lone, "forward", false);
+    CHECK(forward.find("tv_value_sin(v0)") != std::string::npos);
+    CHECK(forward.find("tv_sincos") == std::string::npos);
 }
 
 TEST_CASE("a kernel over the statement limit falls back to the interpreter, visibly") {

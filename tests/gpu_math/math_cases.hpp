@@ -110,3 +110,33 @@ template <class T, class F> void check_fma(F fma_under_test) {
 }
 
 }  // namespace tapevm::gpu_math
+
+namespace tapevm::gpu_math {
+
+/// tv_sincos(x) gives exactly (tv_sin(x), tv_cos(x)), bit for bit (the tape compiler relies
+/// on it): special values, every binade, and the large-argument reduction.
+template <class T, class SinCos, class F> void check_sincos(SinCos sincos, F sin, F cos) {
+    std::mt19937_64 random(99);
+    std::vector<T> xs = special_values<T>();
+    for (const Range& r : {bits(200000), range(-10, 10), range(-1e7, 1e7)}) {
+        const std::vector<T> more = generate<T>(r, random);
+        xs.insert(xs.end(), more.begin(), more.end());
+    }
+    std::size_t mismatches = 0;
+    for (const T x : xs) {
+        T s = 0, c = 0;
+        sincos(x, s, c);
+        const T s_ref = sin(x), c_ref = cos(x);
+        using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+        const auto identical = [](T a, T b) {
+            return std::isnan(a) ? std::isnan(b) : std::bit_cast<Bits>(a) == std::bit_cast<Bits>(b);
+        };
+        const bool same = identical(s, s_ref) && identical(c, c_ref);
+        if (!same && mismatches++ == 0)
+            FAIL_CHECK("sincos(" << x << ") = (" << s << ", " << c << "), sin and cos give (" << s_ref << ", "
+                                 << c_ref << ")");
+    }
+    CHECK(mismatches == 0);
+}
+
+}  // namespace tapevm::gpu_math

@@ -36,6 +36,7 @@ TEST_CASE("f64 trigonometric functions are within their ulp bounds of std::") {
     const std::vector<Range> ranges = {bits(), range(-10, 10), range(-2e6, 2e6), range(-1e22, 1e22)};
     check(U{"sin", g::tv_sin, TV_STD1(sin), 2, ranges});
     check(U{"cos", g::tv_cos, TV_STD1(cos), 2, ranges});
+    check_sincos<double>([](auto x, auto& s, auto& c) { g::tv_sincos(x, s, c); }, g::tv_sin, g::tv_cos);
     check(U{"tan", g::tv_tan, TV_STD1(tan), 3, ranges});
     check(U{"asin", g::tv_asin, TV_STD1(asin), 2, {bits(), range(-1, 1), range(0.99, 1)}});
     check(U{"acos", g::tv_acos, TV_STD1(acos), 2, {bits(), range(-1, 1), range(0.99, 1), range(-1, -0.99)}});

@@ -32,8 +32,10 @@ void main() {
     REAL v2 = uintBitsToFloat(0x40000000u) /* 2 */;
     REAL v3 = tv_value_add(v0, v2);
     REAL v4 = tv_value_div(v1, v3);
-    REAL v5 = tv_value_cos(v0);
-    REAL v6 = tv_value_sin(v0);
+    REAL sin0, cos0;
+    tv_sincos(v0, sin0, cos0);
+    REAL v5 = cos0;
+    REAL v6 = sin0;
     REAL v7 = tv_value_mul(v6, v5);
     REAL v8 = tv_value_add(v7, v4);
     precise REAL g0_8 = REAL(1);
@@ -45,9 +47,9 @@ void main() {
     tv_partials_mul(v6, v5, v7, p7_0, p7_1);
     precise REAL g0_6 = tv_contribution(p7_0, g0_7);
     precise REAL g0_5 = tv_contribution(p7_1, g0_7);
-    REAL p6_0 = v5;
+    REAL p6_0 = cos0;
     precise REAL g0_0 = tv_contribution(p6_0, g0_6);
-    REAL p5_0 = -v6;
+    REAL p5_0 = -sin0;
     g0_0 += tv_contribution(p5_0, g0_5);
     REAL p4_0, p4_1;
     tv_partials_div(v1, v3, v4, p4_0, p4_1);

@@ -33,50 +33,46 @@ void main() {
     Dual v2 = td_const(uintBitsToFloat(0x40000000u) /* 2 */);
     Dual v3 = td_value_add(v0, v2, td_const(REAL(0)), 0);
     Dual v4 = td_value_div(v1, v3, td_const(REAL(0)), 0);
-    Dual v5 = td_value_cos(v0, td_const(REAL(0)), td_const(REAL(0)), 0);
-    Dual v6 = td_value_sin(v0, td_const(REAL(0)), td_const(REAL(0)), 0);
+    REAL sin0, cos0;
+    tv_sincos(v0.v, sin0, cos0);
+    Dual v5 = Dual(cos0, tv_contribution(-sin0, v0.t));
+    Dual v6 = Dual(sin0, tv_contribution(cos0, v0.t));
     Dual v7 = td_value_mul(v6, v5, td_const(REAL(0)), 0);
     Dual v8 = td_value_add(v7, v4, td_const(REAL(0)), 0);
     Dual g8 = td_const(REAL(0));
     g8 = td_add(g8, td_const(extra0[lane * 1u + 0u]));
     Dual g7 = td_const(REAL(0));
     Dual g4 = td_const(REAL(0));
-    if (!td_is_zero(g8)) {
-        Dual q8_0, q8_1, q8_2;
-        td_partials_add(v7, v4, td_const(REAL(0)), 0, v8, q8_0, q8_1, q8_2);
-        g7 = td_add(g7, td_contribution(q8_0, g8));
-        g4 = td_add(g4, td_contribution(q8_1, g8));
-    }
+    bool z8 = td_is_zero(g8);
+    Dual q8_0, q8_1, q8_2;
+    td_partials_add(v7, v4, td_const(REAL(0)), 0, v8, q8_0, q8_1, q8_2);
+    g7 = z8 ? g7 : td_add(g7, td_contribution(q8_0, g8));
+    g4 = z8 ? g4 : td_add(g4, td_contribution(q8_1, g8));
     Dual g6 = td_const(REAL(0));
     Dual g5 = td_const(REAL(0));
-    if (!td_is_zero(g7)) {
-        Dual q7_0, q7_1, q7_2;
-        td_partials_mul(v6, v5, td_const(REAL(0)), 0, v7, q7_0, q7_1, q7_2);
-        g6 = td_add(g6, td_contribution(q7_0, g7));
-        g5 = td_add(g5, td_contribution(q7_1, g7));
-    }
+    bool z7 = td_is_zero(g7);
+    Dual q7_0, q7_1, q7_2;
+    td_partials_mul(v6, v5, td_const(REAL(0)), 0, v7, q7_0, q7_1, q7_2);
+    g6 = z7 ? g6 : td_add(g6, td_contribution(q7_0, g7));
+    g5 = z7 ? g5 : td_add(g5, td_contribution(q7_1, g7));
     Dual g0 = td_const(REAL(0));
-    if (!td_is_zero(g6)) {
-        Dual q6_0 = v5;
-        g0 = td_add(g0, td_contribution(q6_0, g6));
-    }
-    if (!td_is_zero(g5)) {
-        Dual q5_0 = td_neg(v6);
-        g0 = td_add(g0, td_contribution(q5_0, g5));
-    }
+    bool z6 = td_is_zero(g6);
+    Dual q6_0 = Dual(cos0, tv_contribution(-sin0, v0.t));
+    g0 = z6 ? g0 : td_add(g0, td_contribution(q6_0, g6));
+    bool z5 = td_is_zero(g5);
+    Dual q5_0 = td_neg(Dual(sin0, tv_contribution(cos0, v0.t)));
+    g0 = z5 ? g0 : td_add(g0, td_contribution(q5_0, g5));
     Dual g1 = td_const(REAL(0));
     Dual g3 = td_const(REAL(0));
-    if (!td_is_zero(g4)) {
-        Dual q4_0, q4_1, q4_2;
-        td_partials_div(v1, v3, td_const(REAL(0)), 0, v4, q4_0, q4_1, q4_2);
-        g1 = td_add(g1, td_contribution(q4_0, g4));
-        g3 = td_add(g3, td_contribution(q4_1, g4));
-    }
-    if (!td_is_zero(g3)) {
-        Dual q3_0, q3_1, q3_2;
-        td_partials_add(v0, v2, td_const(REAL(0)), 0, v3, q3_0, q3_1, q3_2);
-        g0 = td_add(g0, td_contribution(q3_0, g3));
-    }
+    bool z4 = td_is_zero(g4);
+    Dual q4_0, q4_1, q4_2;
+    td_partials_div(v1, v3, td_const(REAL(0)), 0, v4, q4_0, q4_1, q4_2);
+    g1 = z4 ? g1 : td_add(g1, td_contribution(q4_0, g4));
+    g3 = z4 ? g3 : td_add(g3, td_contribution(q4_1, g4));
+    bool z3 = td_is_zero(g3);
+    Dual q3_0, q3_1, q3_2;
+    td_partials_add(v0, v2, td_const(REAL(0)), 0, v3, q3_0, q3_1, q3_2);
+    g0 = z3 ? g0 : td_add(g0, td_contribution(q3_0, g3));
     barrier();
     tile[local_lane * 3u + 0u] = g0.t;
     tile[local_lane * 3u + 1u] = g1.t;
