@@ -77,7 +77,7 @@ want cpu && run_bench cpu --workload ba,rosenbrock16,trig16 --backend cpu,native
     --points "$largest"
 
 # 3. JAX, same points
-for w in ba rosenbrock16 trig16 mlp; do
+for w in ba rosenbrock16 trig16 mlp mlp16; do
     want jax || break
     n=$largest
     [[ $w == mlp ]] && n=${points%,*} && n=${n##*,}
