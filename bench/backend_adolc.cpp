@@ -85,7 +85,8 @@ private:
             }
             case WorkloadKind::rosenbrock16: ay[0] = examples::rosenbrock16<adouble>(xs); break;
             case WorkloadKind::trig16: ay[0] = examples::trig16<adouble>(xs); break;
-            case WorkloadKind::mlp: ay[0] = mlp<adouble>(xs, mlp_model()); break;
+            case WorkloadKind::mlp:
+            case WorkloadKind::mlp16: ay[0] = mlp<adouble>(xs, *workload_.mlp); break;
         }
         for (std::size_t k = 0; k < m_; ++k) ay[k] >>= y[k];
         trace_off();

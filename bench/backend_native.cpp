@@ -17,7 +17,8 @@ template <class Real> class NativeRunner final : public Runner {
 public:
     NativeRunner(const Problem& problem, NativeKernel<Real> kernel, std::string isa, std::size_t granularity)
         : workload_(*problem.workload), kernel_(kernel), isa_(std::move(isa)), granularity_(granularity),
-          pool_(problem.threads), mlp_(mlp_model().converted<Real>()) {}
+          pool_(problem.threads),
+          mlp_(workload_.mlp != nullptr ? workload_.mlp->converted<Real>() : BasicMlpModel<Real>{}) {}
 
     void prepare(const Points& points) override {
         points_ = points.count;
@@ -48,7 +49,7 @@ private:
     std::string isa_;
     std::size_t granularity_;
     WorkerPool pool_;
-    BasicMlpModel<Real> mlp_;
+    BasicMlpModel<Real> mlp_;  // the workload's weights in Real (empty for the non-MLP workloads)
     std::size_t points_ = 0;
     std::vector<Real> inputs_, params_, outputs_;
 };

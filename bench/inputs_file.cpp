@@ -42,8 +42,8 @@ private:
 };
 
 std::vector<double> constants_of(const Workload& workload) {
-    if (workload.kind != WorkloadKind::mlp) return {};
-    const MlpModel& model = mlp_model();
+    if (workload.mlp == nullptr) return {};
+    const MlpModel& model = *workload.mlp;
     std::vector<double> all;
     for (const auto* part :
          {&model.weights1, &model.biases1, &model.weights2, &model.biases2, &model.weights3})

@@ -9,8 +9,9 @@
 //   u32       mode (0 forward, 1 gradient, 2 jacobian)
 //   u32       n_inputs, n_params, n_outputs, instructions (of the recorded tape)
 //   u64       points
-//   u64       n_constants; f64[n_constants] (mlp: weights1, biases1, weights2, biases2,
-//             weights3, bias3; empty otherwise)
+//   u64       n_constants; f64[n_constants] (mlp, mlp16: weights1, biases1, weights2,
+//             biases2, weights3, bias3 of mlp.hpp's model, so n_constants = hidden^2 +
+//             (n_inputs + 3) hidden + 1 gives the hidden width; empty otherwise)
 //   f64       inputs [points][n_inputs], then params [points][n_params]
 //   u64       sample; u64[sample] point indices (spread over the first min(points, 65536),
 //             so every batch of 2^16 points or more contains them)

@@ -10,14 +10,16 @@ The points come from tapevm itself, so both sides see identical numbers:
     python3 bench/jax_bench.py --inputs ba.bin --points 65536,1048576,4194304 --json jax_ba.json
 
 The file (format in bench/inputs_file.hpp) holds the workload's name and mode, its points
-(inputs and per-point parameters), the constants of the MLP, and the reference VM's results
-at 64 points among the first 65,536. A batch of n points is the file's first n points.
+(inputs and per-point parameters), the constants of the MLP (mlp and mlp16, whose hidden widths
+follow from their count), and the reference VM's results at 64 points among the first 65,536.
+A batch of n points is the file's first n points.
 Compile time is reported separately (setup_seconds); each size is a warm-up run, the check,
 then --repeats timed runs whose median is ns_per_point.
 """
 
 import argparse
 import json
+import math
 import statistics
 import struct
 import sys
@@ -65,6 +67,18 @@ def read_inputs(path):
                 params=params, sample=sample, reference=reference)
 
 
+def mlp_layers(constants, n_inputs):
+    """bench/mlp.hpp's network from the file's constants: w1 [h][n_inputs], b1 [h], w2 [h][h],
+    b2 [h], w3 [h] and b3, the hidden width h solved from their count h^2 + (n_inputs + 3) h + 1."""
+    count, linear = constants.size, n_inputs + 3
+    h = (math.isqrt(linear * linear + 4 * max(count - 1, 0)) - linear) // 2
+    if h < 1 or h * h + linear * h + 1 != count:
+        sys.exit(f"jax_bench: {count} MLP constants fit no hidden width for {n_inputs} inputs")
+    parts = np.split(constants, np.cumsum([h * n_inputs, h, h * h, h, h]))
+    return (parts[0].reshape(h, n_inputs), parts[1], parts[2].reshape(h, h), parts[3], parts[4],
+            parts[5][0])
+
+
 def functions(jnp, data):
     """f(x, p) for one point, as tapevm/examples.hpp and bench/mlp.hpp write it."""
     name = data["workload"]
@@ -90,11 +104,8 @@ def functions(jnp, data):
     if name == "trig16":
         return lambda x, p: jnp.sum(jnp.sin(x) * jnp.exp(jnp.cos(jnp.roll(x, 1))) +
                                     jnp.tanh(x * x) / (1.0 + x * x))
-    if name == "mlp":
-        c, h, n = data["constants"], 64, 16
-        parts = np.split(c, np.cumsum([h * n, h, h * h, h, h]))
-        w1, b1, w2, b2, w3, b3 = (parts[0].reshape(h, n), parts[1], parts[2].reshape(h, h), parts[3],
-                                  parts[4], parts[5][0])
+    if name in ("mlp", "mlp16"):
+        w1, b1, w2, b2, w3, b3 = mlp_layers(data["constants"], data["n_inputs"])
         dtype = jnp.float64 if data["x64"] else jnp.float32
         # Arrays of the run's precision: a numpy float64 would promote float32 work to float64.
         w1, b1, w2, b2, w3, b3 = (jnp.asarray(a, dtype=dtype) for a in (w1, b1, w2, b2, w3, b3))

@@ -29,6 +29,7 @@ void native_scalar_primal(WorkloadKind kind, const NativeData<Real>& data, std::
                     examples::trig16<Real>(std::span<const Real>(data.inputs + point * 16, 16));
             break;
         case WorkloadKind::mlp:
+        case WorkloadKind::mlp16:
             for (std::size_t point = begin; point < end; ++point)
                 data.outputs[point] =
                     mlp<Real>(std::span<const Real>(data.inputs + point * mlp_inputs, mlp_inputs), *data.mlp);

@@ -18,6 +18,7 @@ template <class Real> struct NativeData {
     const Real* inputs = nullptr;
     const Real* params = nullptr;
     Real* outputs = nullptr;
+    /// The MLP workloads' weights in Real (Workload::mlp converted); null for the others.
     const BasicMlpModel<Real>* mlp = nullptr;
 };
 

@@ -95,7 +95,8 @@ void primal(WorkloadKind kind, const NativeData<Real>& data, std::size_t begin, 
                 out[0] = examples::trig16<S>(x);
             });
             break;
-        case WorkloadKind::mlp: {
+        case WorkloadKind::mlp:
+        case WorkloadKind::mlp16: {
             const BasicMlpModel<Real>& model = *data.mlp;
             over_points<Arch, Real, mlp_inputs, 0, 1>(
                 data, begin, end,

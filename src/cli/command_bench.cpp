@@ -35,7 +35,7 @@ instruction count) and the ratio to native-simd's primal with the same workload,
 precision, threads and points (always measured: it is the baseline).
 
 options:
-  --workload W    ba, rosenbrock16, trig16, mlp or all (default all)
+  --workload W    ba, rosenbrock16, trig16, mlp, mlp16 or all (default all)
   --mode M        auto (ba: jacobian, the others: gradient), forward, gradient, jacobian
                   or all (default auto); native backends always evaluate the primal
   --backend B     native-simd, native-scalar, cpu, gpu, gpu-e2e, compiled, compiled-e2e,

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -19,6 +20,7 @@
 #include "backends.hpp"
 #include "bench.hpp"
 #include "check.hpp"
+#include "mlp.hpp"
 #include "record.hpp"
 #include "runner.hpp"
 #include "tapevm/error.hpp"
@@ -105,8 +107,8 @@ TEST_CASE("every workload on every backend of this build passes the reference ch
         return std::count_if(records.begin(), records.end(),
                              [&](const Record& r) { return r.backend == backend && r.threads == threads; });
     };
-    CHECK(count("native-simd", 1) == 8);  // 4 workloads x 2 precisions
-    CHECK(count("native-simd", 2) == 8);
+    CHECK(count("native-simd", 1) == 10);  // 5 workloads x 2 precisions
+    CHECK(count("native-simd", 2) == 10);
     CHECK(count("reference", 2) == 0);
     CHECK(progress.str().find("skipped: ba has no gradient mode") != std::string::npos);
     // A record's ratio is against native-simd's primal of the same run.
@@ -238,6 +240,52 @@ TEST_CASE("workload points are fixed, and a smaller batch is the start of a larg
     CHECK(workload("ba").default_mode == Mode::jacobian);
 }
 
+TEST_CASE("mlp and mlp16: one network at widths 64 and 16, each with its own weights and points") {
+    const MlpModel& wide = mlp_model(64);
+    const MlpModel& narrow = mlp_model(16);
+    CHECK(&mlp_model(64) == &wide);  // drawn once
+    // mlp's weights as they have always been drawn (seed 7): the first and the last.
+    CHECK(wide.weights1.front() == -0x1.86cce260c7916p-4);
+    CHECK(wide.bias3 == -0x1.8c139f04ffe07p-5);
+    for (const MlpModel* model : {&wide, &narrow}) {
+        const std::size_t h = model->hidden;
+        CHECK(model->weights1.size() == h * mlp_inputs);
+        CHECK(model->biases1.size() == h);
+        CHECK(model->weights2.size() == h * h);
+        CHECK(model->biases2.size() == h);
+        CHECK(model->weights3.size() == h);
+    }
+    CHECK(narrow.hidden == 16);
+    // Its own seed: not the start of mlp's draw.
+    CHECK(narrow.weights1.front() != wide.weights1.front());
+    CHECK(narrow.weights1.front() == -0x1.aaee199b66a79p-6);
+    CHECK_THROWS_WITH_AS(mlp_model(32), "no MLP of hidden width 32 (known: 64, 16)", tapevm::Error);
+
+    CHECK(workload("mlp").mlp == &wide);
+    CHECK(workload("mlp16").mlp == &narrow);
+    CHECK(workload("ba").mlp == nullptr);
+    const tapevm::Tape& tape = workload("mlp16").tape;
+    CHECK(tape.input_count() == mlp_inputs);
+    CHECK(tape.output_count() == 1);
+    CHECK(workload("mlp16").default_mode == Mode::gradient);
+    // 16 inputs, a constant per weight and bias (561) and 1,088 operations (two layers of 16 x
+    // (16 products, 16 sums, a tanh), then 16 products and 16 sums): 1,665 instructions today.
+    CHECK(tape.constant_count() == 16 * 16 + 16 + 16 * 16 + 16 + 16 + 1);
+    CHECK(tape.instruction_count() >= 1000);
+    CHECK(tape.instruction_count() <= 2000);
+
+    // Points uniform in [-1, 1), not mlp's; the tape is the template's network at them.
+    const Points points = workload("mlp16").make_points(20);
+    CHECK(points.inputs != workload("mlp").make_points(20).inputs);
+    CHECK(std::all_of(points.inputs.begin(), points.inputs.end(), [](double x) { return x >= -1 && x < 1; }));
+    const std::vector<double> values =
+        tapevm::reference::Vm(tape).forward(tapevm::Batch<double>{points.count, points.inputs, {}}).values;
+    for (std::size_t point = 0; point < points.count; ++point) {
+        const std::span<const double> x(points.inputs.data() + point * mlp_inputs, mlp_inputs);
+        CHECK(values[point] == doctest::Approx(mlp<double>(x, narrow)).epsilon(1e-12));
+    }
+}
+
 TEST_CASE("rounded_to gives the float points an f32 backend sees") {
     const Points points = workload("trig16").make_points(3);
     const Points rounded = rounded_to(points, Precision::f32);
@@ -321,7 +369,7 @@ TEST_CASE("lists and all expand, duplicates dropped, threads 0 is every hardware
     text.threads = "0,1,1";
     text.points = "5,7";
     const Config config = parse_config(text);
-    CHECK(config.workloads == std::vector<std::string>{"ba", "rosenbrock16", "trig16", "mlp"});
+    CHECK(config.workloads == std::vector<std::string>{"ba", "rosenbrock16", "trig16", "mlp", "mlp16"});
     CHECK(config.modes.empty());
     CHECK(config.precisions == std::vector<Precision>{Precision::f32, Precision::f64});
     CHECK(config.threads.size() >= 1);

@@ -1,5 +1,6 @@
 // `tapevm bench` run in-process: the table and the JSON file of a small checked run, --list,
 // and bad options giving exit status 2 with one "error:" line.
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -14,8 +15,10 @@
 #include "../cli_support.hpp"
 #include "backends.hpp"
 #include "cli.hpp"
+#include "mlp.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/tape_file.hpp"
+#include "workloads.hpp"
 
 namespace {
 
@@ -77,11 +80,53 @@ TEST_CASE("tapevm bench prints a table and writes JSON of checked records") {
 TEST_CASE("tapevm bench --list names the workloads and every backend") {
     const CliResult result = run_cli({"bench", "--list"});
     CHECK(result.status == 0);
-    for (const std::string_view name : {"ba", "rosenbrock16", "trig16", "mlp"})
+    for (const std::string_view name : {"ba", "rosenbrock16", "trig16", "mlp", "mlp16"})
         CHECK(result.out.find(name) != std::string::npos);
     for (const tapevm::bench::BackendInfo& info : tapevm::bench::backends())
         CHECK(result.out.find("  " + std::string(info.name) + " ") != std::string::npos);
     CHECK(run_cli({"help", "bench"}).out.find("--workload W") != std::string::npos);
+}
+
+TEST_CASE("tapevm bench --write-inputs mlp16: the header, the network's constants, the points") {
+    using namespace tapevm::bench;
+    const fs::path path = temp_path("mlp16.bin");
+    const CliResult result = run_cli({"bench", "--workload", "mlp16", "--points", "100", "--mode", "forward",
+                                      "--write-inputs", path.string()});
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    std::ifstream in(path, std::ios::binary);
+    const auto read = [&in]<class T>(T value) {
+        in.read(reinterpret_cast<char*>(&value), sizeof value);
+        return value;
+    };
+    char head[24] = {};
+    in.read(head, sizeof head);
+    CHECK(std::string(head, 8) == "TVBENCH1");
+    CHECK(std::string(head + 8) == "mlp16");
+    const Workload& mlp16 = workload("mlp16");
+    CHECK(read(std::uint32_t{}) == 0);  // forward
+    CHECK(read(std::uint32_t{}) == 16);
+    CHECK(read(std::uint32_t{}) == 0);
+    CHECK(read(std::uint32_t{}) == 1);
+    CHECK(read(std::uint32_t{}) == mlp16.tape.instruction_count());
+    CHECK(read(std::uint64_t{}) == 100);
+    // hidden^2 + (inputs + 3) hidden + 1 constants, jax_bench.py's way to the width.
+    REQUIRE(read(std::uint64_t{}) == 16 * 16 + 19 * 16 + 1);
+    const MlpModel& model = mlp_model(16);
+    std::vector<double> expected;
+    for (const auto* part :
+         {&model.weights1, &model.biases1, &model.weights2, &model.biases2, &model.weights3})
+        expected.insert(expected.end(), part->begin(), part->end());
+    expected.push_back(model.bias3);
+    std::vector<double> constants(expected.size());
+    in.read(reinterpret_cast<char*>(constants.data()), static_cast<std::streamsize>(constants.size() * 8));
+    CHECK(constants == expected);
+    std::vector<double> inputs(100 * 16);
+    in.read(reinterpret_cast<char*>(inputs.data()), static_cast<std::streamsize>(inputs.size() * 8));
+    CHECK(inputs == mlp16.make_points(100).inputs);
+    CHECK(read(std::uint64_t{}) == 64);  // sample points
+    in.close();
+    fs::remove(path);
 }
 
 TEST_CASE("tapevm bench: bad options are errors with exit status 2") {
