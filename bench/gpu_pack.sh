@@ -3,10 +3,12 @@
 #
 # PACK_DIR (an ignored folder of the checkout, e.g. .gpu) gets the Vulkan loader package
 # (../shared/vulkan-loader, unpacked there with `for f in PACK_DIR/*.deb; do dpkg -x $f /; done;
-# ldconfig`) and bin/: tapevm, the GPU test executables and the conformance suite's GPU
-# executable (their SPIR-V is embedded, the tape compiler's GLSL library too: nothing else of the
-# checkout is read at run time), and bin/lib/ with the shared libraries the GPU machine lacks
-# (ADOL-C). bench/gpu_bench.sh PACK_DIR/bin OUT then runs every GPU measurement.
+# ldconfig`) and bin.tar.xz, which unpacks (`tar xJf PACK_DIR/bin.tar.xz -C PACK_DIR`) into bin/:
+# tapevm, the GPU test executables and the conformance suite's GPU executable (their SPIR-V is
+# embedded, the tape compiler's GLSL library too: nothing else of the checkout is read at run
+# time), and bin/lib/ with the shared libraries the GPU machine lacks (ADOL-C). Compressed, as
+# the device tool carries at most 64 MiB (each program links glslang statically, ~10 MB).
+# bench/gpu_bench.sh PACK_DIR/bin OUT then runs every GPU measurement.
 set -euo pipefail
 if [[ $# -ne 2 || ! -x $1/src/cli/tapevm ]]; then
     echo "usage: bench/gpu_pack.sh BUILD_DIR PACK_DIR (BUILD_DIR: a built release folder)" >&2
@@ -24,7 +26,7 @@ for exe in "$build"/tests/gpu/test_gpu_* "$build"/tests/conformance/test_conform
     [[ -x $exe && -f $exe ]] && cp "$exe" "$pack/bin/"
 done
 # Shared libraries outside the base system that the programs link (ADOL-C and what it needs).
-ldd "$pack"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
+ldd "$pack"/bin/tapevm "$pack"/bin/test_* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
     case $(basename "$library") in
         libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | ld-linux* | libdl.so* | libpthread.so*) ;;
         libvulkan.so*) ;;  # from the loader package
@@ -32,5 +34,7 @@ ldd "$pack"/bin/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read 
     esac
 done
 strip --strip-unneeded "$pack"/bin/tapevm "$pack"/bin/test_* 2>/dev/null || true
-du -sh "$pack"
 ls "$pack/bin" "$pack/bin/lib"
+tar -cJf "$pack/bin.tar.xz" -C "$pack" bin
+rm -rf "$pack/bin"
+du -sh "$pack"
