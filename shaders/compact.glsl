@@ -72,5 +72,5 @@ void compact_forward(uint lane) {
 void compact_finish_forward(uint lane) {
     for (uint k = 0u; k < pc.output_count; ++k)
         results[lane * pc.output_count + k] = TV_VALUE(output_entry(k).x, lane);
-    diverged[lane] = compact_guards_fail(lane);
+    write_flag(lane, compact_guards_fail(lane));
 }

@@ -11,5 +11,5 @@ void main() {
     if (!phase(TV_PHASE_FINISH)) return;
     for (uint k = 0u; k < pc.output_count; ++k)
         results[lane * pc.output_count + k] = work[at(0u, output_slots[k], lane)];
-    diverged[lane] = guards_fail(lane);
+    write_flag(lane, guards_fail(lane));
 }

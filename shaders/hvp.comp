@@ -68,5 +68,5 @@ void main() {
     }
     if (!phase(TV_PHASE_FINISH)) return;
     for (uint i = 0u; i < n; ++i) results[lane * n + i] = work[at(3u, i, lane)];
-    diverged[lane] = guards_fail(lane);
+    write_flag(lane, guards_fail(lane));
 }

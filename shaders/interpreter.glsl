@@ -24,7 +24,7 @@ layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };
 layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };
 layout(std430, set = 0, binding = 9) buffer Work { REAL work[]; };
-layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; };
+layout(std430, set = 0, binding = 10) buffer Flags { uint diverged[]; };  // [lanes] and a count
 
 // Index of slot `slot` of plane `plane` for `lane`.
 uint at(uint plane, uint slot, uint lane) { return (plane * pc.slot_count + slot) * pc.lanes + lane; }
@@ -66,6 +66,14 @@ uint guards_fail(uint lane) {
         if (truth(work[at(0u, guard.x, lane)]) != (guard.y != 0u)) return 1u;
     }
     return 0u;
+}
+
+// The guard flag of `lane` (1: some guard fails), and the chunk's count of failing lanes at
+// diverged[pc.lanes], which the runner zeroes before the dispatch and reads back instead of
+// every flag (the flags come back only when the count is not zero).
+void write_flag(uint lane, uint failed) {
+    diverged[lane] = failed;
+    if (failed != 0u) atomicAdd(diverged[pc.lanes], 1u);
 }
 
 bool phase(uint bit) { return (pc.phase & bit) != 0u; }

@@ -64,5 +64,5 @@ void main() {
     uint n = pc.input_count;
     for (uint k = 0u; k < seeds; ++k)
         for (uint i = 0u; i < n; ++i) results[(lane * seeds + k) * n + i] = work[at(1u + k, i, lane)];
-    diverged[lane] = guards_fail(lane);
+    write_flag(lane, guards_fail(lane));
 }

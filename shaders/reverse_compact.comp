@@ -72,5 +72,5 @@ void main() {
     if (!phase(TV_PHASE_FINISH)) return;
     for (uint k = 0u; k < seeds; ++k)
         for (uint i = 0u; i < n; ++i) results[(lane * seeds + k) * n + i] = TV_ADJOINT(k, i, lane);
-    diverged[lane] = compact_guards_fail(lane);
+    write_flag(lane, compact_guards_fail(lane));
 }

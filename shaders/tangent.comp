@@ -49,5 +49,5 @@ void main() {
         for (uint k = 0u; k < directions; ++k)
             results[(lane * m + j) * directions + k] = work[at(1u + k, slot, lane)];
     }
-    diverged[lane] = guards_fail(lane);
+    write_flag(lane, guards_fail(lane));
 }

@@ -102,8 +102,9 @@ public:
         const auto fits = [&](std::uint32_t stride) {
             return std::uint64_t{spec.workgroup} * stride * element <= staging_bytes_limit;
         };
-        stage_inputs_ = spec.staging && n() > 1 && fits(input_stride());
-        stage_results_ = spec.staging && result_width() > 1 && fits(result_stride());
+        const bool stage = spec.staging == 1 || (spec.staging == -1 && light_work());
+        stage_inputs_ = stage && n() > 1 && fits(input_stride());
+        stage_results_ = stage && result_width() > 1 && fits(result_stride());
     }
 
     GeneratedKernel run() {
@@ -170,7 +171,7 @@ private:
         w_.raw("layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };\n");
         if (!tape_.guards().empty())
-            w_.raw("layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; };\n");
+            w_.raw("layout(std430, set = 0, binding = 10) buffer Flags { uint diverged[]; };\n");
         const std::uint32_t tile =
             std::max(stage_inputs_ ? input_stride() : 0u, stage_results_ ? result_stride() : 0u);
         if (tile > 0)  // the workgroup's rows of inputs, then of results, in shared memory
@@ -462,7 +463,34 @@ private:
         for (const Guard& guard : tape_.guards())
             failed += (failed.empty() ? "" : " || ") + std::string("tvc_truth(") + value(guard.slot) +
                       (guard.expected ? ") != true" : ") != false");
-        w_.line("if (in_chunk) diverged[lane] = (" + failed + ") ? 1u : 0u;");
+        // The flag, and the chunk's count of failing lanes (interpreter.glsl's write_flag).
+        w_.line("uint failed = (" + failed + ") ? 1u : 0u;");
+        w_.line("if (in_chunk) diverged[lane] = failed;");
+        w_.line("if (in_chunk && failed != 0u) atomicAdd(diverged[pc.lanes], 1u);");
+    }
+
+    // True when the forward sweep's estimated cost (an op of the math library counting 20
+    // arithmetic ops) is at most 16 per value read or written: a memory-bound kernel, which
+    // staging makes faster (the threshold separates the H100 measurements in codegen.hpp).
+    bool light_work() const {
+        std::uint64_t cost = 0;
+        for (std::uint32_t s = 0; s < slots_; ++s) {
+            const Op op = tape_.instructions()[s].op;
+            if (!live_[s] || arity(op) == 0) continue;
+            cost += library_op(op) ? 20 : 1;
+        }
+        return cost <= 16 * (std::uint64_t{n()} + result_width());
+    }
+    // Ops whose formulas run the math library's transcendental functions.
+    static bool library_op(Op op) {
+        switch (op) {
+            case Op::Add: case Op::Sub: case Op::Mul: case Op::Neg: case Op::Max: case Op::Min: case Op::Abs:
+            case Op::Signum: case Op::Floor: case Op::Ceil: case Op::Round: case Op::Trunc: case Op::Fract:
+            case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select:
+            case Op::Fma: case Op::Div: case Op::Recip: case Op::Sqrt: case Op::Powi:
+                return false;
+            default: return true;
+        }
     }
 
     // Rows of `width` values are `stride` apart in the tile: an odd stride, so that lanes

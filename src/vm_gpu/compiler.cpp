@@ -10,6 +10,8 @@
 #include "context.hpp"
 #include "disk_cache.hpp"
 #include "glsl_compiler.hpp"
+#include "spirv_calls.hpp"
+#include "tuning.hpp"
 #include "tapevm/error.hpp"
 
 namespace tapevm::gpu::detail {
@@ -77,13 +79,17 @@ void clear_spirv_memory_cache() {
     cache.spirv.clear();
 }
 
+std::string spirv_key(const GeneratedKernel& kernel) {
+    // The whole text's hash and its length; a disk entry holds the key itself too.
+    return "spirv-" + hex64(hash64(bytes_of(kernel.glsl), library_fingerprint())) + "-" +
+           std::to_string(kernel.glsl.size());
+}
+
 std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s) {
     MemoryCache& cache = memory_cache();
     std::mutex& mutex = cache.mutex;
     auto& memory = cache.spirv;
-    // The key holds the whole text's hash and its length; the disk entry holds the key itself.
-    const std::string key = "spirv-" + hex64(hash64(bytes_of(kernel.glsl), library_fingerprint())) + "-" +
-                            std::to_string(kernel.glsl.size());
+    const std::string key = spirv_key(kernel);
     {
         const std::lock_guard lock(mutex);
         if (const auto found = memory.find(key); found != memory.end()) {
@@ -126,10 +132,16 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
         report.reason = std::to_string(kernel.statements) + " statements, over the limit of " +
                         std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
     } else {
-        const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
+        auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
+        std::string key = spirv_key(kernel);
+        if (read_tuning().compile_calls) {  // read now: an A/B knob, tests set it per case
+            std::size_t marked = 0;
+            code = with_library_calls(code, marked);
+            key += "-calls";
+        }
         const auto pipeline_start = Clock::now();
-        entry->pipeline.emplace(device_.kernels().create_pipeline(code, spec.double_precision,
-                                                                  "compiled " + spec_name(spec, tape_)));
+        entry->pipeline.emplace(
+            device_.kernels().create_pipeline(code, spec.double_precision, "compiled " + spec_name(spec, tape_), key));
         report.pipeline_s = seconds_since(pipeline_start);
         report.compiled = true;
     }

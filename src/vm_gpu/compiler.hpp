@@ -41,6 +41,9 @@ struct CompileReport {
     double generate_s = 0, glslang_s = 0, pipeline_s = 0;
 };
 
+/// What names `kernel`'s SPIR-V in the caches: a hash of its GLSL and of the embedded library.
+std::string spirv_key(const GeneratedKernel& kernel);
+
 /// The SPIR-V of `kernel`: from the process's memory, else the disk cache, else glslang
 /// (then stored in both). `from_cache` says which.
 std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s);

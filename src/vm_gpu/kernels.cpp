@@ -160,41 +160,41 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
 }
 
 vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                            const std::string& name) {
+                                            const std::string& name, std::string_view cache_key) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
+    // One pipeline cache per kernel and device (driver version included): loading it costs what
+    // the kernel's own code costs, however many kernels the cache folder holds. The driver
+    // checks the blob's header (vendor, device, cache UUID) and ignores one that is not its own;
+    // the disk cache has checked its integrity before.
     const DiskCache disk(default_cache_folder());
-    if (!cache_) {
-        // The driver checks the blob's header (vendor, device, cache UUID) and ignores one
-        // that is not its own; the disk cache has checked its integrity before.
-        std::vector<std::byte> blob;
-        if (auto stored = disk.load("pipeline-cache-" + cache_key_)) blob = std::move(*stored);
-        try {
-            cache_.emplace(device_, vk::PipelineCacheCreateInfo({}, blob.size(), blob.data()));
-        } catch (const vk::Error&) {  // a blob the driver rejects: start empty
-            cache_.emplace(device_, vk::PipelineCacheCreateInfo());
-        }
+    const std::string key = "pipeline-" + cache_key_ + "-" + std::string(cache_key);
+    std::vector<std::byte> blob;
+    if (auto stored = disk.load(key)) blob = std::move(*stored);
+    std::optional<vk::raii::PipelineCache> cache;
+    try {
+        cache.emplace(device_, vk::PipelineCacheCreateInfo({}, blob.size(), blob.data()));
+    } catch (const vk::Error&) {  // a blob the driver rejects: start empty
+        blob.clear();
+        cache.emplace(device_, vk::PipelineCacheCreateInfo());
     }
     std::optional<vk::raii::Pipeline> pipeline;
     try {
-        pipeline.emplace(make_pipeline(spirv, double_precision, &*cache_));
+        pipeline.emplace(make_pipeline(spirv, double_precision, &*cache));
     } catch (...) {
         rethrow_setup_error("gpu: cannot create the " + name + " (" + (double_precision ? "double" : "float") +
                             ") pipeline");
     }
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
-    save_pipeline_cache();
-    return std::move(*pipeline);
-}
-
-void Kernels::save_pipeline_cache() const {
-    try {
-        const std::vector<std::uint8_t> blob = cache_->getData();
-        DiskCache(default_cache_folder())
-            .store("pipeline-cache-" + cache_key_, std::as_bytes(std::span<const std::uint8_t>(blob)));
-    } catch (const vk::Error&) {  // best effort: the cache is an optimisation
+    if (blob.empty()) {  // compiled now: keep the driver's code for the next process
+        try {
+            const std::vector<std::uint8_t> data = cache->getData();
+            disk.store(key, std::as_bytes(std::span<const std::uint8_t>(data)));
+        } catch (const vk::Error&) {  // best effort: the cache is an optimisation
+        }
     }
+    return std::move(*pipeline);
 }
 
 void Kernels::print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const {

@@ -93,8 +93,8 @@ public:
     /// the kernels ask to preserve (float_controls.hpp).
     /// `statistics`: the device has VK_KHR_pipeline_executable_properties enabled, and each
     /// pipeline's statistics are printed to stderr when created (TAPEVM_GPU_PIPELINE_STATS).
-    /// `cache_key`: names the device and its driver version; the pipeline cache of compiled
-    /// kernels is kept on disk under it.
+    /// `cache_key`: names the device and its driver version; the pipeline caches of compiled
+    /// kernels are kept on disk under it.
     Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics,
             std::string cache_key);
     ~Kernels();
@@ -108,18 +108,18 @@ public:
     /// Throws Unsupported for double on a device without shaderFloat64.
     const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count = 0);
     /// A pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp), with the
-    /// interpreter's layout, workgroup size and DenormPreserve patch, through the device's
-    /// pipeline cache, which is loaded from and saved to the disk cache (disk_cache.hpp).
+    /// interpreter's layout, workgroup size and DenormPreserve patch, through a pipeline cache
+    /// of its own, loaded from the disk cache (disk_cache.hpp) under `cache_key` (the SPIR-V's
+    /// key) and this device's key, and stored there when the driver compiled the kernel now.
     /// The caller holds the device's mutex.
     vk::raii::Pipeline create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                       const std::string& name);
+                                       const std::string& name, std::string_view cache_key);
 
 private:
     /// `home_count` > 0 sets specialization constant 1 too.
     vk::raii::Pipeline make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
                                      const vk::raii::PipelineCache* cache,
                                      std::uint32_t home_count = 0) const;
-    void save_pipeline_cache() const;
     void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
 
     const vk::raii::Device& device_;
@@ -131,7 +131,6 @@ private:
     // By (kernel, double precision, home count); std::map keeps references stable.
     std::map<std::tuple<Kernel, bool, std::uint32_t>, vk::raii::Pipeline> pipelines_;
     std::string cache_key_;
-    std::optional<vk::raii::PipelineCache> cache_;  // compiled kernels', created on first use
 };
 
 }  // namespace tapevm::gpu::detail

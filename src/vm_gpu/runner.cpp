@@ -296,7 +296,7 @@ Runner::Sections Runner::layout(const Call& call, std::size_t lanes) const {
         std::uint64_t bytes = 0;
         if (i < 4) bytes = operands[i]->width * sections.element * (operands[i]->shared ? 1 : lanes);
         if (i == 4) bytes = std::uint64_t{call.result_width} * sections.element * lanes;
-        if (i == 5) bytes = 4 * std::uint64_t{lanes};
+        if (i == 5) bytes = 4 * (std::uint64_t{lanes} + 1);  // the flags, then their count
         sections.offset[i] = offset;
         sections.bytes[i] = bytes;
         offset = align_up(offset + std::max<std::uint64_t>(bytes, 16), alignment);
@@ -443,6 +443,7 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
             command.resetQueryPool(*slot.queries, 0, query_count);
             command.writeTimestamp(vk::PipelineStageFlagBits::eTopOfPipe, *slot.queries, 0);
         }
+        if (tape_.guard_count() > 0) command.fillBuffer(slot.io.buffer(), flag_count_offset(sections, slot), 4, 0);
         full_barrier(command);
         if (!uploads.empty()) command.copyBuffer(slot.up.buffer(), slot.io.buffer(), uploads);
         full_barrier(command);
@@ -467,8 +468,8 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
         std::vector<vk::BufferCopy> downloads;
         if (call.device_results == nullptr && result_bytes > 0)
             downloads.emplace_back(sections.offset[4], sections.offset[4], result_bytes);
-        if (tape_.guard_count() > 0)
-            downloads.emplace_back(sections.offset[5], sections.offset[5], 4 * count);
+        if (tape_.guard_count() > 0)  // the count of failing lanes; their flags only when it is not 0
+            downloads.emplace_back(flag_count_offset(sections, slot), flag_count_offset(sections, slot), 4);
         if (!downloads.empty()) command.copyBuffer(slot.io.buffer(), slot.down.buffer(), downloads);
         full_barrier(command);
         if (timed) command.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *slot.queries, 3);
@@ -483,6 +484,18 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
     slot.busy = true;
     slot.first = first;
     slot.count = count;
+}
+
+std::uint64_t Runner::flag_count_offset(const Sections& sections, const Slot& slot) {
+    return sections.offset[5] + 4 * std::uint64_t{slot.lanes};
+}
+
+void Runner::download_flags(const Slot& slot, const Sections& sections) {
+    // The chunk's work is done (its fence signalled): one more submission copies its flags.
+    one_shot([&](const vk::raii::CommandBuffer& command) {
+        command.copyBuffer(slot.io.buffer(), slot.down.buffer(),
+                           vk::BufferCopy(sections.offset[5], sections.offset[5], 4 * std::uint64_t{slot.count}));
+    });
 }
 
 void Runner::finish_chunk(Slot& slot, const Call& call, const Sections& sections, Report& report,
@@ -501,9 +514,14 @@ void Runner::finish_chunk(Slot& slot, const Call& call, const Sections& sections
                     slot.down.mapped() + sections.offset[4], slot.count * row);
     }
     if (tape_.guard_count() > 0) {
-        const auto* flags = reinterpret_cast<const std::uint32_t*>(slot.down.mapped() + sections.offset[5]);
-        for (std::size_t lane = 0; lane < slot.count; ++lane) {
-            if (flags[lane] != 0) report.diverged.push_back(slot.first + lane);
+        std::uint32_t failing = 0;
+        std::memcpy(&failing, slot.down.mapped() + flag_count_offset(sections, slot), sizeof failing);
+        if (failing > 0) {
+            download_flags(slot, sections);
+            const auto* flags = reinterpret_cast<const std::uint32_t*>(slot.down.mapped() + sections.offset[5]);
+            for (std::size_t lane = 0; lane < slot.count; ++lane) {
+                if (flags[lane] != 0) report.diverged.push_back(slot.first + lane);
+            }
         }
     }
     if (device_->timestamp_bits() > 0) {

@@ -119,6 +119,10 @@ private:
     void submit_chunk(Slot& slot, const Call& call, const Sections& sections, std::size_t first,
                       std::size_t count);
     void finish_chunk(Slot& slot, const Call& call, const Sections& sections, Report& report, Timing& timing);
+    /// Where a slot's count of lanes whose guards fail lives in its io buffer (after the flags).
+    static std::uint64_t flag_count_offset(const Sections& sections, const Slot& slot);
+    /// Copies a finished chunk's guard flags to its download buffer (when its count is not 0).
+    void download_flags(const Slot& slot, const Sections& sections);
     void one_shot(const std::function<void(const vk::raii::CommandBuffer&)>& record);
     void wait_all_quietly();
 
