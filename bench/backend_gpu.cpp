@@ -4,6 +4,7 @@
 // compute and transfers, is Vm::last_timing(). make_gpu_end_to_end_runner() measures the
 // host-span path instead (uploads and downloads inside the clock). Backends "compiled" and
 // "compiled-e2e" are the same with the tape compiler (gpu::Engine::compiled), compiled before timing.
+#include <cmath>
 #include <memory>
 #include <string>
 #include <utility>
@@ -62,6 +63,10 @@ public:
     std::string isa() const override { return engine_ + (sizeof(Real) == 8 ? "spirv f64" : "spirv f32"); }
     std::string device() const override { return vm_->device().name; }
     unsigned threads() const override { return 1; }
+    double device_seconds() const override {
+        const gpu::Vm::Timing timing = vm_->last_timing();
+        return timing.compute_s + timing.transfer_s > 0 ? timing.compute_s + timing.transfer_s : std::nan("");
+    }
 
 private:
     std::unique_ptr<gpu::Vm> vm_;
@@ -97,11 +102,15 @@ std::unique_ptr<Runner> gpu_end_to_end_runner(const Problem& problem, gpu::Engin
 
 }  // namespace
 
-std::unique_ptr<Runner> make_gpu_runner(const Problem& problem) { return gpu_runner(problem, gpu::Engine::interpreter); }
+std::unique_ptr<Runner> make_gpu_runner(const Problem& problem) {
+    return gpu_runner(problem, gpu::Engine::interpreter);
+}
 std::unique_ptr<Runner> make_gpu_end_to_end_runner(const Problem& problem) {
     return gpu_end_to_end_runner(problem, gpu::Engine::interpreter);
 }
-std::unique_ptr<Runner> make_compiled_runner(const Problem& problem) { return gpu_runner(problem, gpu::Engine::compiled); }
+std::unique_ptr<Runner> make_compiled_runner(const Problem& problem) {
+    return gpu_runner(problem, gpu::Engine::compiled);
+}
 std::unique_ptr<Runner> make_compiled_end_to_end_runner(const Problem& problem) {
     return gpu_end_to_end_runner(problem, gpu::Engine::compiled);
 }

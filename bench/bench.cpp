@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -72,12 +73,16 @@ Record measure(Runner& runner, std::string_view backend, const Problem& problem,
     do {
         runner.run();
     } while (std::chrono::duration<double>(Clock::now() - warmup_start).count() < config.warmup_seconds);
+    std::vector<double> device_ns;
     for (unsigned run = 0; run < config.repeats; ++run) {
         const auto start = Clock::now();
         runner.run();
         const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
         record.runs_ns_per_point.push_back(seconds * 1e9 / static_cast<double>(points.count));
+        if (const double device = runner.device_seconds(); !std::isnan(device))
+            device_ns.push_back(device * 1e9 / static_cast<double>(points.count));
     }
+    if (!device_ns.empty()) record.device_ns_per_point = median(device_ns);
     record.ns_per_point = median(record.runs_ns_per_point);
     record.min_ns_per_point =
         *std::min_element(record.runs_ns_per_point.begin(), record.runs_ns_per_point.end());

@@ -20,7 +20,7 @@
 #      (interpreter slots, compact or local; chunk 0 = the default size, which for local is as
 #      large as the device allows: no work buffer), all records in tune.json with their variant;
 #   5. (only when asked: tune-compiled) the compiled kernels' variants: staging through shared
-#      memory or not, workgroup sizes, library calls (TAPEVM_GPU_TUNE_COMPILED), and the fixed
+#      memory or not, workgroup sizes (TAPEVM_GPU_TUNE_COMPILED), and the fixed
 #      cost of a call (small batches), into tune_compiled.json.
 # bench/gpu_pack.sh BUILD .gpu makes BIN_DIR (.gpu/bin) and brings the loader.
 # Few files come back from the GPU machine: OUT_DIR gets log.txt (everything printed), tests.txt
@@ -97,7 +97,7 @@ if want compile; then
         "$tapevm" bench --workload "$w" --write-tape "/tmp/$w.tape" >/dev/null 2>&1 || continue
         rm -rf /tmp/tapevm-compile-cache
         for run in cold disk-cache disk-cache; do
-            echo "== $w f32, $run (TAPEVM_GPU_COMPILE_CALLS=${TAPEVM_GPU_COMPILE_CALLS:-0})" >>"$out/compile.txt"
+            echo "== $w f32, $run" >>"$out/compile.txt"
             TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan --compile \
                 >>"$out/compile.txt" 2>&1
         done
@@ -181,18 +181,16 @@ fi
 
 # 5. variants of the tape compiler's kernels (step tune-compiled): each compiled pipeline's
 # statistics (registers, spills) in pipelines.txt, then f32 at the largest batch for each
-# TAPEVM_GPU_TUNE_COMPILED entry staging:workgroup:calls (staging auto, 1: inputs and results
-# through shared memory, 0: one row per invocation; calls 1: the math library called, not
-# inlined, spirv_calls.hpp), records in tune_compiled.json with their variant.
+# TAPEVM_GPU_TUNE_COMPILED entry staging:workgroup (staging auto, 1: inputs and results through
+# shared memory, 0: one row per invocation), records in tune_compiled.json with their variant.
 if want tune-compiled; then
     TAPEVM_GPU_PIPELINE_STATS=1 "$tapevm" bench --workload ba,rosenbrock16,trig16,mlp16 --backend compiled \
         --precision f32,f64 --points 1024 --repeats 1 2>&1 | grep "gpu pipeline" >>"$out/pipelines.txt"
     rm -f /tmp/tunec_*.json
-    for variant in ${TAPEVM_GPU_TUNE_COMPILED:-auto:64:0 1:64:0 0:64:0 auto:64:1 auto:64:0 1:64:0 0:64:0 auto:64:1 auto:128:0}; do
-        IFS=: read -r staging group calls <<<"$variant"
+    for variant in ${TAPEVM_GPU_TUNE_COMPILED:-auto:64 1:64 0:64 auto:64 1:64 0:64 auto:128}; do
+        IFS=: read -r staging group <<<"$variant"
         echo "== $(date +%T) compiled $variant"
-        TAPEVM_GPU_COMPILE_STAGING=$staging TAPEVM_GPU_WORKGROUP=$group TAPEVM_GPU_COMPILE_CALLS=${calls:-0} \
-            TAPEVM_CACHE_DIR=/tmp/tapevm-tune-cache "$tapevm" bench --workload ba,rosenbrock16,trig16,mlp16 \
+        TAPEVM_GPU_COMPILE_STAGING=$staging TAPEVM_GPU_WORKGROUP=$group TAPEVM_CACHE_DIR=/tmp/tapevm-tune-cache "$tapevm" bench --workload ba,rosenbrock16,trig16,mlp16 \
             --backend compiled --precision f32 --repeats 20 --threads 16 --points "$largest" \
             --json "/tmp/tunec_$variant.json" 2>&1 | grep -E "^(ba|rosenbrock16|trig16|mlp16) .* compiled " |
             sed "s/^/$variant  /"

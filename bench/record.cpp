@@ -78,7 +78,8 @@ void write_json(std::span<const Record> records, std::ostream& out) {
             << ", \"checked\": " << (r.checked ? "true" : "false")
             << ", \"max_error\": " << json_number(r.max_error)
             << ", \"tolerance\": " << json_number(r.tolerance) << ", \"checked_points\": " << r.checked_points
-            << ", \"setup_seconds\": " << json_number(r.setup_seconds) << "}";
+            << ", \"setup_seconds\": " << json_number(r.setup_seconds)
+            << ", \"device_ns_per_point\": " << json_number(r.device_ns_per_point) << "}";
     }
     out << (records.empty() ? "]\n" : "\n]\n");
 }

@@ -34,6 +34,9 @@ struct Record {
     /// Seconds spent before the timed runs (taping, compiling, uploading), when a backend
     /// reports them (jax's compile time); NaN otherwise.
     double setup_seconds = std::nan("");
+    /// The median of the timed runs' device time per point (Runner::device_seconds): what the
+    /// GPU spent, the rest of ns_per_point being the host's cost of a call; NaN when unknown.
+    double device_ns_per_point = std::nan("");
 };
 
 /// The aligned table: one line per record.

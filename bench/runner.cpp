@@ -1,5 +1,6 @@
 #include "runner.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <string>
 
@@ -15,6 +16,8 @@ std::size_t result_width(const Tape& tape, Mode mode) {
 }
 
 std::string Runner::device() const { return cpu_model_name(); }
+
+double Runner::device_seconds() const { return std::nan(""); }
 
 std::string cpu_model_name() {
     static const std::string name = [] {

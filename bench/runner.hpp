@@ -48,6 +48,9 @@ public:
     virtual std::string device() const;
     /// Threads it really used (the reference VM and ADOL-C use one whatever was asked).
     virtual unsigned threads() const = 0;
+    /// Seconds the device itself spent in the last run() (GPU timestamps: the kernels and
+    /// transfers, without the host's submission and waiting), when the backend knows; NaN else.
+    virtual double device_seconds() const;
 };
 
 /// The CPU's model name (/proc/cpuinfo), or "cpu" when unknown.

@@ -458,10 +458,12 @@ precise float tv_cosh(float x) {
                                : (a < 9.0f ? 0.5f * e + 0.5f / e : tv_half_exp(a));
     return tv_isnan(x) ? x : y;
 }
+// One expm1, of -2|x| below 1 and of 2|x| above (the branch's own argument: the same values as
+// evaluating both, at half the cost).
 precise float tv_tanh(float x) {
     float a = tv_abs(x);
-    float t = tv_expm1(-2.0f * a);
-    float y = a < 1.0f ? -t / (t + 2.0f) : (a < 9.0f ? 1.0f - 2.0f / (tv_expm1(2.0f * a) + 2.0f) : 1.0f);
+    float t = tv_expm1(a < 1.0f ? -2.0f * a : 2.0f * a);
+    float y = a < 1.0f ? -t / (t + 2.0f) : (a < 9.0f ? 1.0f - 2.0f / (t + 2.0f) : 1.0f);
     return (x == 0.0f || tv_isnan(x)) ? x : tv_copysign(y, x);
 }
 precise float tv_asinh(float x) {

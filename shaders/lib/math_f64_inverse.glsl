@@ -94,11 +94,13 @@ precise double tv_cosh(double x) {
     double y = a < 0.34657359027997264LF ? small : (a < 22.0LF ? middle : tv_half_exp(a));
     return tv_isnan(x) ? x : y;
 }
+// One expm1, of -2|x| below 1 and of 2|x| above (the branch's own argument: the same values as
+// evaluating both, at half the cost).
 precise double tv_tanh(double x) {
     double a = tv_abs(x);
-    double t = tv_expm1(-2.0LF * a);
+    double t = tv_expm1(a < 1.0LF ? -2.0LF * a : 2.0LF * a);
     double small = -t / (t + 2.0LF);  // a < 1
-    double middle = 1.0LF - 2.0LF / (tv_expm1(2.0LF * a) + 2.0LF);
+    double middle = 1.0LF - 2.0LF / (t + 2.0LF);
     double y = a < 1.0LF ? small : (a < 22.0LF ? middle : 1.0LF);
     y = tv_copysign(y, x);
     return (x == 0.0LF || tv_isnan(x)) ? x : y;

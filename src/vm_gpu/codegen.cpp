@@ -118,9 +118,7 @@ public:
         w_.line("bool in_chunk = local_lane < group_points;");
         w_.line("uint lane = group_first + min(local_lane, group_points - 1u);");
         if (stage_inputs_) {
-            copy_loop(
-                "tile[row * " + u(input_stride()) + " + column] = inputs[group_first * " + u(n()) + " + i];",
-                n());
+            copy_loop("inputs", n(), true);
             w_.line("barrier();");
         }
         w_.line("uint in_base = " +
@@ -165,10 +163,17 @@ private:
         w_.raw("layout(local_size_x = " + std::to_string(spec_.workgroup) +
                ") in;\n#include \"push_constants.h\"\n");
         w_.raw("layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };\n");
+        const std::string real4 = d ? "dvec4" : "vec4";  // the same buffers, four values at a time
+        if (stage_inputs_)
+            w_.raw("layout(std430, set = 0, binding = 4) readonly buffer Inputs4 { " + real4 +
+                   " inputs4[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };\n");
+        if (stage_results_)
+            w_.raw("layout(std430, set = 0, binding = 8) writeonly buffer Results4 { " + real4 +
+                   " results4[]; };\n");
         w_.raw("layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };\n");
         if (!tape_.guards().empty())
             w_.raw("layout(std430, set = 0, binding = 10) buffer Flags { uint diverged[]; };\n");
@@ -484,11 +489,31 @@ private:
     // Ops whose formulas run the math library's transcendental functions.
     static bool library_op(Op op) {
         switch (op) {
-            case Op::Add: case Op::Sub: case Op::Mul: case Op::Neg: case Op::Max: case Op::Min: case Op::Abs:
-            case Op::Signum: case Op::Floor: case Op::Ceil: case Op::Round: case Op::Trunc: case Op::Fract:
-            case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge: case Op::Eq: case Op::Ne: case Op::Select:
-            case Op::Fma: case Op::Div: case Op::Recip: case Op::Sqrt: case Op::Powi:
-                return false;
+            case Op::Add:
+            case Op::Sub:
+            case Op::Mul:
+            case Op::Neg:
+            case Op::Max:
+            case Op::Min:
+            case Op::Abs:
+            case Op::Signum:
+            case Op::Floor:
+            case Op::Ceil:
+            case Op::Round:
+            case Op::Trunc:
+            case Op::Fract:
+            case Op::Lt:
+            case Op::Le:
+            case Op::Gt:
+            case Op::Ge:
+            case Op::Eq:
+            case Op::Ne:
+            case Op::Select:
+            case Op::Fma:
+            case Op::Div:
+            case Op::Recip:
+            case Op::Sqrt:
+            case Op::Powi: return false;
             default: return true;
         }
     }
@@ -507,13 +532,29 @@ private:
     }
     std::uint32_t result_stride() const { return odd_stride(result_width()); }
 
-    // A workgroup-wide copy of the group's rows of `width` values, element i (row, column) of
-    // them at a time, consecutive lanes on consecutive elements (coalesced device accesses).
-    void copy_loop(const std::string& statement, std::uint32_t width) {
-        w_.line("for (uint i = local_lane; i < group_points * " + u(width) + "; i += " + u(spec_.workgroup) +
-                ") {");
-        w_.line("    uint row = i / " + u(width) + ", column = i - row * " + u(width) + ";");
-        w_.line("    " + statement);
+    // A workgroup-wide copy between the group's rows of `width` values in device memory
+    // (`buffer`, its 4-wide alias `buffer4`) and the tile: four consecutive values per lane at a
+    // time (one 16- or 32-byte access; the group's first value is a multiple of 4 since the
+    // workgroup size is), consecutive lanes on consecutive quadruples, then the last few one by
+    // one. `load`: device memory to the tile, else the tile to device memory.
+    void copy_loop(const std::string& buffer, std::uint32_t width, bool load) {
+        const std::string n = u(width), stride = load ? u(input_stride()) : u(result_stride());
+        const std::string group = u(spec_.workgroup), real4 = spec_.double_precision ? "dvec4" : "vec4";
+        const std::string at = "tile[row * " + stride + " + column]";
+        w_.line("for (uint q = local_lane; q < group_points * " + n + " / 4u; q += " + group + ") {");
+        if (load) w_.line("    " + real4 + " quad = " + buffer + "4[group_first * " + n + " / 4u + q];");
+        if (!load) w_.line("    " + real4 + " quad;");
+        w_.line("    for (uint k = 0u; k < 4u; ++k) {");
+        w_.line("        uint i = 4u * q + k, row = i / " + n + ", column = i - row * " + n + ";");
+        w_.line(load ? "        " + at + " = quad[k];" : "        quad[k] = " + at + ";");
+        w_.line("    }");
+        if (!load) w_.line("    " + buffer + "4[group_first * " + n + " / 4u + q] = quad;");
+        w_.line("}");
+        w_.line("for (uint i = group_points * " + n + " / 4u * 4u + local_lane; i < group_points * " + n +
+                "; i += " + group + ") {");
+        w_.line("    uint row = i / " + n + ", column = i - row * " + n + ";");
+        w_.line(load ? "    " + at + " = " + buffer + "[group_first * " + n + " + i];"
+                     : "    " + buffer + "[group_first * " + n + " + i] = " + at + ";");
         w_.line("}");
     }
 
@@ -531,9 +572,7 @@ private:
         for (std::uint32_t j = 0; j < results_.size(); ++j)
             w_.line("tile[local_lane * " + u(result_stride()) + " + " + u(j) + "] = " + results_[j] + ";");
         w_.line("barrier();");
-        copy_loop(
-            "results[group_first * " + u(width) + " + i] = tile[row * " + u(result_stride()) + " + column];",
-            width);
+        copy_loop("results", width, false);
     }
 
     // Shared memory a kernel may take for staging (the rest stays free for occupancy).

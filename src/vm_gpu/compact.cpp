@@ -16,7 +16,9 @@ constexpr std::uint32_t partial_reads_result = 8;
 // Slot operands of `ins` (Powi's b is its exponent).
 std::uint32_t slot_operands(const Instruction& ins) { return arity(ins.op); }
 
-std::uint32_t operand(const Instruction& ins, std::uint32_t k) { return k == 0 ? ins.a : (k == 1 ? ins.b : ins.c); }
+std::uint32_t operand(const Instruction& ins, std::uint32_t k) {
+    return k == 0 ? ins.a : (k == 1 ? ins.b : ins.c);
+}
 
 // Homes handed out and taken back, lowest free first.
 class Homes {
@@ -51,12 +53,14 @@ CompactProgram compact_program(const Tape& tape, bool reverse) {
     for (std::uint32_t s = 0; s < slots; ++s) {
         const Instruction& ins = instructions[s];
         depends[s] = ins.op == Op::Input;
-        for (std::uint32_t k = 0; k < slot_operands(ins); ++k) depends[s] = depends[s] || depends[operand(ins, k)];
+        for (std::uint32_t k = 0; k < slot_operands(ins); ++k)
+            depends[s] = depends[s] || depends[operand(ins, k)];
     }
     for (const std::uint32_t o : tape.outputs()) needed[o] = true;
     for (std::uint32_t s = slots; s-- > 0;) {
         const Instruction& ins = instructions[s];
-        const bool has_partials = !(info(ins.op).flags & (op_flag::leaf | op_flag::step | op_flag::comparison));
+        const bool has_partials =
+            !(info(ins.op).flags & (op_flag::leaf | op_flag::step | op_flag::comparison));
         active[s] = reverse && needed[s] && depends[s] && has_partials && slot_operands(ins) > 0;
         if (active[s])
             for (std::uint32_t k = 0; k < slot_operands(ins); ++k) needed[operand(ins, k)] = true;
@@ -114,8 +118,9 @@ CompactProgram compact_program(const Tape& tape, bool reverse) {
         Homes adjoints;
         for (std::uint32_t s = 0; s < slots; ++s) {
             if (instructions[s].op != Op::Input) continue;
-            if (instructions[s].a != s) throw Error("gpu: the tape's input " + std::to_string(instructions[s].a) +
-                                                    " is not at slot " + std::to_string(instructions[s].a));
+            if (instructions[s].a != s)
+                throw Error("gpu: the tape's input " + std::to_string(instructions[s].a) +
+                            " is not at slot " + std::to_string(instructions[s].a));
             adjoint_home[s] = s;
         }
         adjoints.reserve(tape.input_count());
@@ -125,7 +130,8 @@ CompactProgram compact_program(const Tape& tape, bool reverse) {
             if (!active[s]) continue;
             const Instruction& ins = instructions[s];
             const std::uint32_t own = adjoint_home[s];
-            if (own == none) throw Error("gpu: internal error: active slot " + std::to_string(s) + " has no adjoint");
+            if (own == none)
+                throw Error("gpu: internal error: active slot " + std::to_string(s) + " has no adjoint");
             adjoints.give_back(own);  // read before any target is written (compact.glsl)
             std::array<std::uint32_t, 4> values_used{op_word(ins.op), 0, 0, 0};
             std::array<std::uint32_t, 4> targets{0, 0, 0, 0};
@@ -155,7 +161,8 @@ CompactProgram compact_program(const Tape& tape, bool reverse) {
     program.table_begin = static_cast<std::uint32_t>(program.words.size());
     for (const std::uint32_t o : tape.outputs())
         program.words.push_back({value_home[o], adjoint_home[o] == none ? 0 : adjoint_home[o], 0, 0});
-    for (const Guard& guard : tape.guards()) program.words.push_back({value_home[guard.slot], guard.expected, 0, 0});
+    for (const Guard& guard : tape.guards())
+        program.words.push_back({value_home[guard.slot], guard.expected, 0, 0});
     return program;
 }
 

@@ -28,9 +28,9 @@ struct CompactProgram {
     /// reverse entries in the order they run (3 each: {op word, a, b, c} value homes;
     /// {result's value home, exponent, adjoint home, flags: TV_COMPACT_FIRST << k when target k is
     /// written first, TV_COMPACT_SKIP << k when it is skipped,
-    /// and OpInfo::partial_reads << TV_COMPACT_READS_SHIFT: the values its partials read}; {target adjoint homes a, b, c, 0}),
-    /// from table_begin one {value home, adjoint home, 0, 0} per output and one {value home,
-    /// expected, 0, 0} per guard.
+    /// and OpInfo::partial_reads << TV_COMPACT_READS_SHIFT: the values its partials read}; {target adjoint
+    /// homes a, b, c, 0}), from table_begin one {value home, adjoint home, 0, 0} per output and one {value
+    /// home, expected, 0, 0} per guard.
     std::vector<std::array<std::uint32_t, 4>> words;
     std::uint32_t forward_count = 0;
     std::uint32_t reverse_count = 0;

@@ -10,8 +10,6 @@
 #include "context.hpp"
 #include "disk_cache.hpp"
 #include "glsl_compiler.hpp"
-#include "spirv_calls.hpp"
-#include "tuning.hpp"
 #include "tapevm/error.hpp"
 
 namespace tapevm::gpu::detail {
@@ -132,16 +130,10 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
         report.reason = std::to_string(kernel.statements) + " statements, over the limit of " +
                         std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
     } else {
-        auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
-        std::string key = spirv_key(kernel);
-        if (read_tuning().compile_calls) {  // read now: an A/B knob, tests set it per case
-            std::size_t marked = 0;
-            code = with_library_calls(code, marked);
-            key += "-calls";
-        }
+        const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
         const auto pipeline_start = Clock::now();
-        entry->pipeline.emplace(
-            device_.kernels().create_pipeline(code, spec.double_precision, "compiled " + spec_name(spec, tape_), key));
+        entry->pipeline.emplace(device_.kernels().create_pipeline(
+            code, spec.double_precision, "compiled " + spec_name(spec, tape_), spirv_key(kernel)));
         report.pipeline_s = seconds_since(pipeline_start);
         report.compiled = true;
     }

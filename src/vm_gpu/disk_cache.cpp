@@ -1,7 +1,5 @@
 #include "disk_cache.hpp"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +7,8 @@
 #include <fstream>
 #include <string>
 #include <system_error>
+
+#include <unistd.h>
 
 namespace tapevm::gpu::detail {
 
@@ -79,7 +79,8 @@ std::optional<std::vector<std::byte>> DiskCache::load(std::string_view key) cons
     std::error_code error;
     const std::uintmax_t size = std::filesystem::file_size(file, error);
     Header header{};
-    if (error || size < sizeof header || !in.read(reinterpret_cast<char*>(&header), sizeof header)) return reject();
+    if (error || size < sizeof header || !in.read(reinterpret_cast<char*>(&header), sizeof header))
+        return reject();
     if (std::memcmp(header.magic, magic, sizeof magic) != 0 || header.key_bytes != key.size() ||
         header.payload_bytes != size - sizeof header - header.key_bytes || header.key_bytes > size)
         return reject();
@@ -111,7 +112,8 @@ void DiskCache::store(std::string_view key, std::span<const std::byte> payload) 
         header.checksum = checksum(key, payload);
         out.write(reinterpret_cast<const char*>(&header), sizeof header);
         out.write(key.data(), static_cast<std::streamsize>(key.size()));
-        out.write(reinterpret_cast<const char*>(payload.data()), static_cast<std::streamsize>(payload.size()));
+        out.write(reinterpret_cast<const char*>(payload.data()),
+                  static_cast<std::streamsize>(payload.size()));
         out.close();
         if (!out) {
             std::filesystem::remove(temporary, error);

@@ -123,7 +123,8 @@ std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> s
     std::stable_sort(insertions.begin(), insertions.end(),
                      [](const auto& x, const auto& y) { return x.first < y.first; });
     for (auto it = insertions.rbegin(); it != insertions.rend(); ++it) {
-        out.insert(out.begin() + static_cast<std::ptrdiff_t>(it->first), it->second.begin(), it->second.end());
+        out.insert(out.begin() + static_cast<std::ptrdiff_t>(it->first), it->second.begin(),
+                   it->second.end());
     }
     return out;
 }

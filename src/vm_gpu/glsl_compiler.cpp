@@ -1,11 +1,11 @@
 #include "glsl_compiler.hpp"
 
+#include <mutex>
+#include <string>
+
 #include <glslang/Public/ResourceLimits.h>
 #include <glslang/Public/ShaderLang.h>
 #include <glslang/SPIRV/GlslangToSpv.h>
-
-#include <mutex>
-#include <string>
 
 #include "embedded_glsl.hpp"
 #include "tapevm/error.hpp"

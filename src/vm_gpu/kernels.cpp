@@ -91,10 +91,9 @@ const char* kernel_name(Kernel kernel) {
 
 Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics,
                  std::string cache_key)
-    : device_(device),
-      float64_(float64),
-      statistics_(statistics),
-      denorm_widths_{denorm_preserve_widths(controls, false), denorm_preserve_widths(controls, true)},
+    : device_(device), float64_(float64),
+      statistics_(statistics), denorm_widths_{denorm_preserve_widths(controls, false),
+                                              denorm_preserve_widths(controls, true)},
       cache_key_(std::move(cache_key)) {
     try {
         std::array<vk::DescriptorSetLayoutBinding, binding_count> bindings;
@@ -155,8 +154,9 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
                                                   &specialization);
     const vk::PipelineCreateFlags flags =
         statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
-    return vk::raii::Pipeline(device_, cache != nullptr ? vk::Optional<const vk::raii::PipelineCache>(*cache) : nullptr,
-                              vk::ComputePipelineCreateInfo(flags, stage, *layout_));
+    return vk::raii::Pipeline(
+        device_, cache != nullptr ? vk::Optional<const vk::raii::PipelineCache>(*cache) : nullptr,
+        vk::ComputePipelineCreateInfo(flags, stage, *layout_));
 }
 
 vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
@@ -183,8 +183,8 @@ vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv
     try {
         pipeline.emplace(make_pipeline(spirv, double_precision, &*cache));
     } catch (...) {
-        rethrow_setup_error("gpu: cannot create the " + name + " (" + (double_precision ? "double" : "float") +
-                            ") pipeline");
+        rethrow_setup_error("gpu: cannot create the " + name + " (" +
+                            (double_precision ? "double" : "float") + ") pipeline");
     }
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
     if (blob.empty()) {  // compiled now: keep the driver's code for the next process
@@ -209,9 +209,15 @@ void Kernels::print_statistics(const vk::raii::Pipeline& pipeline, const std::st
                     case vk::PipelineExecutableStatisticFormatKHR::eBool32:
                         std::cerr << (statistic.value.b32 ? "true" : "false");
                         break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eInt64: std::cerr << statistic.value.i64; break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eUint64: std::cerr << statistic.value.u64; break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eFloat64: std::cerr << statistic.value.f64; break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eInt64:
+                        std::cerr << statistic.value.i64;
+                        break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eUint64:
+                        std::cerr << statistic.value.u64;
+                        break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eFloat64:
+                        std::cerr << statistic.value.f64;
+                        break;
                 }
                 std::cerr << ';';
             }

@@ -10,7 +10,6 @@
 
 #include "vulkan.hpp"
 
-
 namespace tapevm::gpu::detail {
 
 class Device;
@@ -57,7 +56,9 @@ private:
     class Charge {
     public:
         Charge() = default;
-        Charge(MemoryLedger& ledger, std::uint64_t bytes) : ledger_(&ledger), bytes_(bytes) { ledger.charge(bytes); }
+        Charge(MemoryLedger& ledger, std::uint64_t bytes) : ledger_(&ledger), bytes_(bytes) {
+            ledger.charge(bytes);
+        }
         Charge(Charge&& other) noexcept
             : ledger_(std::exchange(other.ledger_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
         Charge& operator=(Charge&& other) noexcept {

@@ -1,6 +1,7 @@
 #include "runner.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <limits>
 #include <utility>
@@ -111,7 +112,8 @@ std::vector<Runner::Segment> Runner::segments(const Call& call) const {
     // slot-order one runs the slots downwards.
     const std::uint32_t forward_length = tape_.slot_count();
     const std::uint32_t reverse_length = program != nullptr ? program->reverse_count : tape_.slot_count();
-    const std::uint32_t step = call.compiled != nullptr ? std::numeric_limits<std::uint32_t>::max() : segment_slots(call);
+    const std::uint32_t step =
+        call.compiled != nullptr ? std::numeric_limits<std::uint32_t>::max() : segment_slots(call);
     if (forward_length <= step && (!reverse || reverse_length <= step)) return {{0, forward_length, all}};
     std::vector<Segment> segments;
     for (std::uint32_t begin = 0; begin < forward_length; begin += step) {
@@ -124,7 +126,8 @@ std::vector<Runner::Segment> Runner::segments(const Call& call) const {
     if (program != nullptr) {
         for (std::uint32_t begin = 0;; begin += step) {
             const std::uint32_t end = std::min(reverse_length, begin + step);
-            segments.push_back({begin, end, TV_PHASE_REVERSE | (end == reverse_length ? TV_PHASE_FINISH : 0u)});
+            segments.push_back(
+                {begin, end, TV_PHASE_REVERSE | (end == reverse_length ? TV_PHASE_FINISH : 0u)});
             if (end == reverse_length) break;
         }
         return segments;
@@ -160,13 +163,10 @@ struct Runner::Slot {
 
 Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t requested_chunk_points,
                const Tuning& tuning)
-    : device_(std::move(device)),
-      tape_(tape),
+    : device_(std::move(device)), tape_(tape),
       requested_chunk_points_(requested_chunk_points != 0 ? requested_chunk_points : tuning.chunk_points),
-      interpreter_(tuning.interpreter),
-      local_home_limit_(tuning.local_homes),
-      compact_forward_(compact_program(tape, false)),
-      compact_reverse_(compact_program(tape, true)) {
+      interpreter_(tuning.interpreter), local_home_limit_(tuning.local_homes),
+      compact_forward_(compact_program(tape, false)), compact_reverse_(compact_program(tape, true)) {
     const auto& vk_device = device_->device();
     try {
         command_pool_ = vk::raii::CommandPool(
@@ -394,7 +394,8 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
     infos[binding_flags] = vk::DescriptorBufferInfo(slot.io.buffer(), sections.offset[5], sections.bytes[5]);
     if (call.device_values != nullptr) {
         const std::uint64_t row = std::uint64_t{tape_.output_count()} * element;
-        infos[binding_work] = vk::DescriptorBufferInfo(call.device_values->buffer(), first * row, count * row);
+        infos[binding_work] =
+            vk::DescriptorBufferInfo(call.device_values->buffer(), first * row, count * row);
     } else if (call.compiled != nullptr || is_local(kernel(call))) {  // no work buffer
         infos[binding_work] = vk::DescriptorBufferInfo(dummy_.buffer(), 0, VK_WHOLE_SIZE);
     } else {
@@ -402,8 +403,9 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
     }
     const CompactProgram* program = compact(call);
     const DeviceBuffer& program_buffer =
-        program == nullptr ? program_
-                           : (program == &compact_forward_ ? compact_forward_buffer_ : compact_reverse_buffer_);
+        program == nullptr
+            ? program_
+            : (program == &compact_forward_ ? compact_forward_buffer_ : compact_reverse_buffer_);
     infos[binding_program] = vk::DescriptorBufferInfo(program_buffer.buffer(), 0, VK_WHOLE_SIZE);
     infos[binding_constants] = vk::DescriptorBufferInfo(
         call.double_precision ? constants_f64_.buffer() : constants_f32_.buffer(), 0, VK_WHOLE_SIZE);
@@ -443,10 +445,13 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
             command.resetQueryPool(*slot.queries, 0, query_count);
             command.writeTimestamp(vk::PipelineStageFlagBits::eTopOfPipe, *slot.queries, 0);
         }
-        if (tape_.guard_count() > 0) command.fillBuffer(slot.io.buffer(), flag_count_offset(sections, slot), 4, 0);
+        if (tape_.guard_count() > 0)
+            command.fillBuffer(slot.io.buffer(), flag_count_offset(sections, slot), 4, 0);
         full_barrier(command);
-        if (!uploads.empty()) command.copyBuffer(slot.up.buffer(), slot.io.buffer(), uploads);
-        full_barrier(command);
+        if (!uploads.empty()) {  // (the barrier above also orders the flag count's zero)
+            command.copyBuffer(slot.up.buffer(), slot.io.buffer(), uploads);
+            full_barrier(command);
+        }
         if (timed) command.writeTimestamp(vk::PipelineStageFlagBits::eAllCommands, *slot.queries, 1);
         const auto& kernels = device_->kernels();
         command.bindPipeline(vk::PipelineBindPoint::eCompute, *pipeline(call));
@@ -470,8 +475,10 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
             downloads.emplace_back(sections.offset[4], sections.offset[4], result_bytes);
         if (tape_.guard_count() > 0)  // the count of failing lanes; their flags only when it is not 0
             downloads.emplace_back(flag_count_offset(sections, slot), flag_count_offset(sections, slot), 4);
-        if (!downloads.empty()) command.copyBuffer(slot.io.buffer(), slot.down.buffer(), downloads);
-        full_barrier(command);
+        if (!downloads.empty()) {
+            command.copyBuffer(slot.io.buffer(), slot.down.buffer(), downloads);
+            full_barrier(command);  // the copies visible to the host
+        }
         if (timed) command.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *slot.queries, 3);
         command.end();
 
@@ -486,6 +493,17 @@ void Runner::submit_chunk(Slot& slot, const Call& call, const Sections& sections
     slot.count = count;
 }
 
+void Runner::wait_for(const vk::raii::Fence& fence) const {
+    // Polled for up to a millisecond first: a blocked wait wakes up tens of microseconds after
+    // the GPU is done, which is the whole kernel time of a small batch.
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::steady_clock::now() - start < std::chrono::milliseconds(1)) {
+        if (fence.getStatus() == vk::Result::eSuccess) return;
+    }
+    if (device_->device().waitForFences(*fence, VK_TRUE, UINT64_MAX) != vk::Result::eSuccess)
+        throw DeviceLost("gpu::Runner: waiting for a chunk timed out");
+}
+
 std::uint64_t Runner::flag_count_offset(const Sections& sections, const Slot& slot) {
     return sections.offset[5] + 4 * std::uint64_t{slot.lanes};
 }
@@ -493,16 +511,16 @@ std::uint64_t Runner::flag_count_offset(const Sections& sections, const Slot& sl
 void Runner::download_flags(const Slot& slot, const Sections& sections) {
     // The chunk's work is done (its fence signalled): one more submission copies its flags.
     one_shot([&](const vk::raii::CommandBuffer& command) {
-        command.copyBuffer(slot.io.buffer(), slot.down.buffer(),
-                           vk::BufferCopy(sections.offset[5], sections.offset[5], 4 * std::uint64_t{slot.count}));
+        command.copyBuffer(
+            slot.io.buffer(), slot.down.buffer(),
+            vk::BufferCopy(sections.offset[5], sections.offset[5], 4 * std::uint64_t{slot.count}));
     });
 }
 
 void Runner::finish_chunk(Slot& slot, const Call& call, const Sections& sections, Report& report,
                           Timing& timing) {
     try {
-        const auto result = device_->device().waitForFences(*slot.fence, VK_TRUE, UINT64_MAX);
-        if (result != vk::Result::eSuccess) throw DeviceLost("gpu::Runner: waiting for a chunk timed out");
+        wait_for(slot.fence);
     } catch (...) {
         rethrow_work_error("gpu::Runner: a chunk failed");
     }
@@ -518,7 +536,8 @@ void Runner::finish_chunk(Slot& slot, const Call& call, const Sections& sections
         std::memcpy(&failing, slot.down.mapped() + flag_count_offset(sections, slot), sizeof failing);
         if (failing > 0) {
             download_flags(slot, sections);
-            const auto* flags = reinterpret_cast<const std::uint32_t*>(slot.down.mapped() + sections.offset[5]);
+            const auto* flags =
+                reinterpret_cast<const std::uint32_t*>(slot.down.mapped() + sections.offset[5]);
             for (std::size_t lane = 0; lane < slot.count; ++lane) {
                 if (flags[lane] != 0) report.diverged.push_back(slot.first + lane);
             }

@@ -119,6 +119,8 @@ private:
     void submit_chunk(Slot& slot, const Call& call, const Sections& sections, std::size_t first,
                       std::size_t count);
     void finish_chunk(Slot& slot, const Call& call, const Sections& sections, Report& report, Timing& timing);
+    /// Waits until `fence` is signalled (throws DeviceLost when it never is).
+    void wait_for(const vk::raii::Fence& fence) const;
     /// Where a slot's count of lanes whose guards fail lives in its io buffer (after the flags).
     static std::uint64_t flag_count_offset(const Sections& sections, const Slot& slot);
     /// Copies a finished chunk's guard flags to its download buffer (when its count is not 0).
@@ -132,7 +134,8 @@ private:
     Interpreter interpreter_;         // TAPEVM_GPU_INTERPRETER
     std::uint64_t local_home_limit_;  // TAPEVM_GPU_LOCAL_HOMES
     CompactProgram compact_forward_, compact_reverse_;
-    DeviceBuffer program_, compact_forward_buffer_, compact_reverse_buffer_, constants_f32_, constants_f64_, output_slots_, guards_, dummy_;
+    DeviceBuffer program_, compact_forward_buffer_, compact_reverse_buffer_, constants_f32_, constants_f64_,
+        output_slots_, guards_, dummy_;
     vk::raii::CommandPool command_pool_{nullptr};
     vk::raii::DescriptorPool descriptor_pool_{nullptr};
     std::array<std::unique_ptr<Slot>, 2> slots_;

@@ -18,9 +18,6 @@
 //                                         through shared memory: where the kernel's work per
 //                                         value moved is small (auto, the default), never, or
 //                                         wherever it fits (codegen.hpp)
-//   TAPEVM_GPU_COMPILE_CALLS=0|1          the tape compiler's kernels call the math library's
-//                                         functions instead of inlining them (spirv_calls.hpp;
-//                                         default 0)
 //   TAPEVM_GPU_PIPELINE_STATS=1           print each pipeline's statistics (registers, ...)
 //                                         to stderr where VK_KHR_pipeline_executable_properties
 //                                         is offered
@@ -43,7 +40,6 @@ struct Tuning {
     bool pipeline_stats = false;
     /// -1 auto, 0 never, 1 wherever it fits (KernelSpec::staging).
     int compile_staging = -1;
-    bool compile_calls = false;
 };
 
 /// The environment's tuning, read at the first call.

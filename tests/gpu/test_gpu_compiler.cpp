@@ -14,8 +14,6 @@
 
 #include "compiler.hpp"
 #include "disk_cache.hpp"
-#include "glsl_compiler.hpp"
-#include "spirv_calls.hpp"
 #include "gpu_support.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
@@ -167,28 +165,6 @@ TEST_CASE("partials taken from values the kernel has: siblings, and sine and cos
     const std::string forward = gpu::generated_glsl(lone, "forward", false);
     CHECK(forward.find("tv_value_sin(v0)") != std::string::npos);
     CHECK(forward.find("tv_sincos") == std::string::npos);
-}
-
-TEST_CASE("TAPEVM_GPU_COMPILE_CALLS=1: the math library's functions marked DontInline, same results") {
-    const Tape tape = record(2, [](std::span<const Var> x) { return tanh(x[0]) * sin(x[1]) + exp(x[0] * x[1]); });
-    const auto spirv = gpu::detail::compile_glsl(gpu::generated_glsl(tape, "gradient", false));
-    std::size_t marked = 0;
-    const auto patched = gpu::detail::with_library_calls(spirv, marked);
-    CHECK(marked >= 3);  // tv_tanh, tv_sincos, tv_exp (and what they call)
-    CHECK(patched.size() == spirv.size());
-    CHECK(gpu::detail::is_called_library_function("tv_tanh"));
-    CHECK_FALSE(gpu::detail::is_called_library_function("tv_value_tanh"));
-    std::size_t none = 0;
-    CHECK(gpu::detail::with_library_calls(std::vector<std::uint32_t>{1, 2}, none).size() == 2);
-    const TemporaryFolder cache("compiler_calls");
-    const ScopedEnv env("TAPEVM_CACHE_DIR", cache.path().c_str());
-    const auto x = random_values<float>(90 * 2, -2, 2, 9);
-    const Batch<float> batch{90, x, {}};
-    const auto expected = gpu::Vm(tape, engine_options(gpu::Engine::interpreter)).gradient(batch).values;
-    const ScopedEnv calls("TAPEVM_GPU_COMPILE_CALLS", "1");
-    const gpu::Vm vm(tape, engine_options(gpu::Engine::compiled));
-    check_identical(vm.gradient(batch).values, expected, "gradient with calls");
-    check_validation_clean();
 }
 
 TEST_CASE("a kernel over the statement limit falls back to the interpreter, visibly") {

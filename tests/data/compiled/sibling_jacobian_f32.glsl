@@ -7,12 +7,14 @@
 layout(local_size_x = 64) in;
 #include "push_constants.h"
 layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Inputs4 { vec4 inputs4[]; };
 layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };
 layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };
+layout(std430, set = 0, binding = 8) writeonly buffer Results4 { vec4 results4[]; };
 layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };
-layout(std430, set = 0, binding = 10) writeonly buffer Flags { uint diverged[]; };
+layout(std430, set = 0, binding = 10) buffer Flags { uint diverged[]; };
 shared REAL tile[576];
 bool tvc_truth(REAL x) { return !(x == REAL(0)); }
 
@@ -22,7 +24,14 @@ void main() {
     uint group_points = min(64u, pc.points - group_first);
     bool in_chunk = local_lane < group_points;
     uint lane = group_first + min(local_lane, group_points - 1u);
-    for (uint i = local_lane; i < group_points * 3u; i += 64u) {
+    for (uint q = local_lane; q < group_points * 3u / 4u; q += 64u) {
+        vec4 quad = inputs4[group_first * 3u / 4u + q];
+        for (uint k = 0u; k < 4u; ++k) {
+            uint i = 4u * q + k, row = i / 3u, column = i - row * 3u;
+            tile[row * 3u + column] = quad[k];
+        }
+    }
+    for (uint i = group_points * 3u / 4u * 4u + local_lane; i < group_points * 3u; i += 64u) {
         uint row = i / 3u, column = i - row * 3u;
         tile[row * 3u + column] = inputs[group_first * 3u + i];
     }
@@ -109,9 +118,19 @@ void main() {
     tile[local_lane * 9u + 7u] = REAL(0);
     tile[local_lane * 9u + 8u] = REAL(0);
     barrier();
-    for (uint i = local_lane; i < group_points * 9u; i += 64u) {
+    for (uint q = local_lane; q < group_points * 9u / 4u; q += 64u) {
+        vec4 quad;
+        for (uint k = 0u; k < 4u; ++k) {
+            uint i = 4u * q + k, row = i / 9u, column = i - row * 9u;
+            quad[k] = tile[row * 9u + column];
+        }
+        results4[group_first * 9u / 4u + q] = quad;
+    }
+    for (uint i = group_points * 9u / 4u * 4u + local_lane; i < group_points * 9u; i += 64u) {
         uint row = i / 9u, column = i - row * 9u;
         results[group_first * 9u + i] = tile[row * 9u + column];
     }
-    if (in_chunk) diverged[lane] = (tvc_truth(v13) != true) ? 1u : 0u;
+    uint failed = (tvc_truth(v13) != true) ? 1u : 0u;
+    if (in_chunk) diverged[lane] = failed;
+    if (in_chunk && failed != 0u) atomicAdd(diverged[pc.lanes], 1u);
 }

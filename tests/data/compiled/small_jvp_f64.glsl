@@ -7,6 +7,7 @@
 layout(local_size_x = 64) in;
 #include "push_constants.h"
 layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };
+layout(std430, set = 0, binding = 4) readonly buffer Inputs4 { dvec4 inputs4[]; };
 layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };
 layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };
 layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };
@@ -21,7 +22,14 @@ void main() {
     uint group_points = min(64u, pc.points - group_first);
     bool in_chunk = local_lane < group_points;
     uint lane = group_first + min(local_lane, group_points - 1u);
-    for (uint i = local_lane; i < group_points * 2u; i += 64u) {
+    for (uint q = local_lane; q < group_points * 2u / 4u; q += 64u) {
+        dvec4 quad = inputs4[group_first * 2u / 4u + q];
+        for (uint k = 0u; k < 4u; ++k) {
+            uint i = 4u * q + k, row = i / 2u, column = i - row * 2u;
+            tile[row * 3u + column] = quad[k];
+        }
+    }
+    for (uint i = group_points * 2u / 4u * 4u + local_lane; i < group_points * 2u; i += 64u) {
         uint row = i / 2u, column = i - row * 2u;
         tile[row * 3u + column] = inputs[group_first * 2u + i];
     }
