@@ -138,8 +138,9 @@ run_tests_sanitized() {
 }
 
 # Installs build/ into a staging folder and builds and runs tests/consumer_pkgconfig against
-# it. The installed tapevm.pc names the real prefix (/usr/local/...); PKG_CONFIG_SYSROOT_DIR
-# makes pkg-config put the staging folder in front of its -I and -L paths.
+# it. The installed tapevm.pc names the real prefix (/usr/local); a copy of it with the
+# staging folder's prefix is what the consumer finds. (PKG_CONFIG_SYSROOT_DIR would also put
+# the staging folder in front of the absolute paths of the system's static glslang libraries.)
 check_installed_tree() {
     local work=$BUILD/consumer-pkgconfig
     local stage=$work/stage
@@ -148,7 +149,12 @@ check_installed_tree() {
     local pc_file
     pc_file=$(find "$stage" -name tapevm.pc -print -quit)
     [[ -n $pc_file ]] || die "meson install wrote no tapevm.pc under $stage"
-    PKG_CONFIG_SYSROOT_DIR=$stage PKG_CONFIG_PATH=$(dirname "$pc_file") \
+    local prefix
+    prefix=$(sed -n 's/^prefix=//p' "$pc_file")
+    [[ -n $prefix ]] || die "$pc_file names no prefix"
+    mkdir -p "$work/pkgconfig"
+    sed "s|^prefix=.*|prefix=$stage$prefix|" "$pc_file" >"$work/pkgconfig/tapevm.pc"
+    PKG_CONFIG_PATH=$work/pkgconfig \
         CXX=$RELEASE_CXX meson setup "$work/build" "$ROOT/tests/consumer_pkgconfig" --buildtype=release
     meson compile -C "$work/build"
     "$work/build/consumer"

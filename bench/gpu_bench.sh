@@ -181,13 +181,13 @@ fi
 
 # 5. variants of the tape compiler's kernels (step tune-compiled): each compiled pipeline's
 # statistics (registers, spills) in pipelines.txt, then f32 at the largest batch for each
-# TAPEVM_GPU_TUNE_COMPILED entry staging:workgroup (staging auto, 1: inputs and results through
-# shared memory, 0: one row per invocation), records in tune_compiled.json with their variant.
+# TAPEVM_GPU_TUNE_COMPILED entry staging:workgroup (staging 1: inputs and results through shared
+# memory, 0: one row per invocation), records in tune_compiled.json with their variant.
 if want tune-compiled; then
     TAPEVM_GPU_PIPELINE_STATS=1 "$tapevm" bench --workload ba,rosenbrock16,trig16,mlp16 --backend compiled \
         --precision f32,f64 --points 1024 --repeats 1 2>&1 | grep "gpu pipeline" >>"$out/pipelines.txt"
     rm -f /tmp/tunec_*.json
-    for variant in ${TAPEVM_GPU_TUNE_COMPILED:-auto:64 1:64 0:64 auto:64 1:64 0:64 auto:128}; do
+    for variant in ${TAPEVM_GPU_TUNE_COMPILED:-1:64 0:64 1:64 0:64 1:128}; do
         IFS=: read -r staging group <<<"$variant"
         echo "== $(date +%T) compiled $variant"
         TAPEVM_GPU_COMPILE_STAGING=$staging TAPEVM_GPU_WORKGROUP=$group TAPEVM_CACHE_DIR=/tmp/tapevm-tune-cache "$tapevm" bench --workload ba,rosenbrock16,trig16,mlp16 \

@@ -3,7 +3,7 @@
 #
 # PACK_DIR (an ignored folder of the checkout, e.g. .gpu) gets the Vulkan loader package
 # (../shared/vulkan-loader, unpacked there with `for f in PACK_DIR/*.deb; do dpkg -x $f /; done;
-# ldconfig`; Debian's libglvnd0 too) and bin.tar.xz, which unpacks (`tar xJf PACK_DIR/bin.tar.xz -C PACK_DIR`) into bin/:
+# ldconfig`; Debian's libglvnd packages too) and bin.tar.xz, which unpacks (`tar xJf PACK_DIR/bin.tar.xz -C PACK_DIR`) into bin/:
 # tapevm, the GPU test executables and the conformance suite's GPU executable (their SPIR-V is
 # embedded, the tape compiler's GLSL library too: nothing else of the checkout is read at run
 # time), and bin/lib/ with the shared libraries the GPU machine lacks (ADOL-C). Compressed, as
@@ -21,11 +21,13 @@ loader_dir=${TAPEVM_VULKAN_LOADER_DIR:-$root/../shared/vulkan-loader}
 rm -rf "$pack/bin"
 mkdir -p "$pack/bin/lib"
 cp "$loader_dir"/*.deb "$pack/"
-# NVIDIA's Vulkan driver (libGLX_nvidia.so.0) needs libGLdispatch from libglvnd0; without it the
-# loader reports ErrorIncompatibleDriver. Fetched from Debian's archive once.
-if ! ls "$pack"/libglvnd0_*.deb >/dev/null 2>&1; then
-    (cd "$pack" && apt-get download libglvnd0) || echo "gpu_pack: could not download libglvnd0 (needed on NVIDIA machines)" >&2
-fi
+# NVIDIA's Vulkan driver (libGLX_nvidia.so.0) needs libglvnd's libraries; without them the
+# loader reports ErrorIncompatibleDriver. Fetched from Debian's archive once (the set
+# ../.library/device/README.md names for GL and Vulkan).
+for package in libglvnd0 libegl1 libopengl0 libgl1 libglx0 libgles2; do
+    ls "$pack"/${package}_*.deb >/dev/null 2>&1 && continue
+    (cd "$pack" && apt-get download "$package") || echo "gpu_pack: could not download $package" >&2
+done
 cp "$build/src/cli/tapevm" "$pack/bin/"
 for exe in "$build"/tests/gpu/test_gpu_* "$build"/tests/conformance/test_conformance_gpu; do
     [[ -x $exe && -f $exe ]] && cp "$exe" "$pack/bin/"

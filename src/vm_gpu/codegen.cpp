@@ -102,9 +102,8 @@ public:
         const auto fits = [&](std::uint32_t stride) {
             return std::uint64_t{spec.workgroup} * stride * element <= staging_bytes_limit;
         };
-        const bool stage = spec.staging == 1 || (spec.staging == -1 && light_work());
-        stage_inputs_ = stage && n() > 1 && fits(input_stride());
-        stage_results_ = stage && result_width() > 1 && fits(result_stride());
+        stage_inputs_ = spec.staging && n() > 1 && fits(input_stride());
+        stage_results_ = spec.staging && result_width() > 1 && fits(result_stride());
     }
 
     GeneratedKernel run() {
@@ -472,50 +471,6 @@ private:
         w_.line("uint failed = (" + failed + ") ? 1u : 0u;");
         w_.line("if (in_chunk) diverged[lane] = failed;");
         w_.line("if (in_chunk && failed != 0u) atomicAdd(diverged[pc.lanes], 1u);");
-    }
-
-    // True when the forward sweep's estimated cost (an op of the math library counting 20
-    // arithmetic ops) is at most 16 per value read or written: a memory-bound kernel, which
-    // staging makes faster (the threshold separates the H100 measurements in codegen.hpp).
-    bool light_work() const {
-        std::uint64_t cost = 0;
-        for (std::uint32_t s = 0; s < slots_; ++s) {
-            const Op op = tape_.instructions()[s].op;
-            if (!live_[s] || arity(op) == 0) continue;
-            cost += library_op(op) ? 20 : 1;
-        }
-        return cost <= 16 * (std::uint64_t{n()} + result_width());
-    }
-    // Ops whose formulas run the math library's transcendental functions.
-    static bool library_op(Op op) {
-        switch (op) {
-            case Op::Add:
-            case Op::Sub:
-            case Op::Mul:
-            case Op::Neg:
-            case Op::Max:
-            case Op::Min:
-            case Op::Abs:
-            case Op::Signum:
-            case Op::Floor:
-            case Op::Ceil:
-            case Op::Round:
-            case Op::Trunc:
-            case Op::Fract:
-            case Op::Lt:
-            case Op::Le:
-            case Op::Gt:
-            case Op::Ge:
-            case Op::Eq:
-            case Op::Ne:
-            case Op::Select:
-            case Op::Fma:
-            case Op::Div:
-            case Op::Recip:
-            case Op::Sqrt:
-            case Op::Powi: return false;
-            default: return true;
-        }
     }
 
     // Rows of `width` values are `stride` apart in the tile: an odd stride, so that lanes

@@ -36,12 +36,11 @@ struct KernelSpec {
     /// Invocations per workgroup (workgroup_size(): the runner dispatches that many per group).
     std::uint32_t workgroup = 64;
     /// Inputs and results go through shared memory, so that device memory is read and written
-    /// with consecutive addresses per workgroup instead of one row per invocation, where a
-    /// workgroup's rows fit in 16 KiB and: -1 (automatic) the kernel's estimated work per value
-    /// moved is small (memory-bound kernels gain, compute-bound ones lose to the barriers: on
-    /// an H100, rosenbrock16's gradient 0.23 -> 0.12 ns/point, BA's Jacobian 1.4 -> 1.05,
-    /// trig16's gradient 0.29 -> 0.34); 1 always; 0 never (TAPEVM_GPU_COMPILE_STAGING).
-    int staging = -1;
+    /// four values at a time with consecutive addresses per workgroup instead of one row per
+    /// invocation, where a workgroup's rows fit in 16 KiB (on an H100, f32 at 2^22 points:
+    /// rosenbrock16's gradient 0.23 -> 0.06 ns/point, BA's Jacobian 0.67 -> 0.11, trig16's
+    /// gradient 0.28 -> 0.21); TAPEVM_GPU_COMPILE_STAGING=0 turns it off for A/B runs.
+    bool staging = true;
 
     friend bool operator==(const KernelSpec&, const KernelSpec&) = default;
 };

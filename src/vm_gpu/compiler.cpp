@@ -132,8 +132,8 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
     } else {
         const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
         const auto pipeline_start = Clock::now();
-        entry->pipeline.emplace(device_.kernels().create_pipeline(
-            code, spec.double_precision, "compiled " + spec_name(spec, tape_), spirv_key(kernel)));
+        entry->pipeline = &device_.kernels().compiled_pipeline(
+            code, spec.double_precision, "compiled " + spec_name(spec, tape_), spirv_key(kernel));
         report.pipeline_s = seconds_since(pipeline_start);
         report.compiled = true;
     }
@@ -143,7 +143,7 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
 
 const vk::raii::Pipeline* CompiledKernels::pipeline(const KernelSpec& spec) {
     Entry& found = entry(spec);
-    return found.pipeline ? &*found.pipeline : nullptr;
+    return found.pipeline;
 }
 
 CompileReport CompiledKernels::report(const KernelSpec& spec) { return entry(spec).report; }

@@ -1,6 +1,7 @@
 // The tape compiler's pipelines: a generated kernel (codegen.hpp) compiled to SPIR-V by glslang
 // at run time (glsl_compiler.hpp) and made a pipeline, cached at three levels:
-//   - in the Runner: one pipeline per KernelSpec, created on first use;
+//   - pipelines per device, shared by the Vms of a program (Kernels::compiled_pipeline), and
+//     per Vm one per KernelSpec, looked up on first use;
 //   - SPIR-V in memory (the process) and on disk (disk_cache.hpp, under the user's cache
 //     folder), keyed by a hash of the generated GLSL (which holds the tape, the mode and the
 //     precision) and of the embedded GLSL library;
@@ -64,7 +65,7 @@ public:
 private:
     struct Entry {
         KernelSpec spec;
-        std::optional<vk::raii::Pipeline> pipeline;
+        const vk::raii::Pipeline* pipeline = nullptr;  // the device's (Kernels::compiled_pipeline)
         CompileReport report;
     };
     Entry& entry(const KernelSpec& spec);

@@ -129,6 +129,8 @@ FloatControls float_controls(const vk::raii::PhysicalDevice& device) {
     controls.preserve16 = properties.shaderDenormPreserveFloat16 != VK_FALSE;
     controls.preserve32 = properties.shaderDenormPreserveFloat32 != VK_FALSE;
     controls.preserve64 = properties.shaderDenormPreserveFloat64 != VK_FALSE;
+    controls.inf_nan32 = properties.shaderSignedZeroInfNanPreserveFloat32 != VK_FALSE;
+    controls.inf_nan64 = properties.shaderSignedZeroInfNanPreserveFloat64 != VK_FALSE;
     return controls;
 }
 

@@ -17,7 +17,9 @@ constexpr std::uint32_t op_execution_mode = 16;
 constexpr std::uint32_t op_capability = 17;
 constexpr std::uint32_t op_execution_mode_id = 331;
 constexpr std::uint32_t capability_denorm_preserve = 4464;
+constexpr std::uint32_t capability_inf_nan_preserve = 4466;  // SignedZeroInfNanPreserve
 constexpr std::uint32_t mode_denorm_preserve = 4459;
+constexpr std::uint32_t mode_inf_nan_preserve = 4461;
 constexpr std::uint32_t version_1_4 = 0x00010400;  // float controls are core from SPIR-V 1.4
 constexpr std::string_view extension_name = "SPV_KHR_float_controls";
 
@@ -66,8 +68,13 @@ bool preserves(const std::vector<std::uint32_t>& widths, std::uint32_t width) {
     return std::find(widths.begin(), widths.end(), width) != widths.end();
 }
 
-std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> spirv,
-                                                const std::vector<std::uint32_t>& widths) {
+namespace {
+
+// OpCapability `capability` and OpExecutionMode <entry> `mode` <width> per width (each only
+// when not there yet), with the extension where the module predates SPIR-V 1.4.
+std::vector<std::uint32_t> with_float_mode(std::span<const std::uint32_t> spirv,
+                                           const std::vector<std::uint32_t>& widths, std::uint32_t capability,
+                                           std::uint32_t mode) {
     if (spirv.size() < header_words || spirv[0] != magic)
         throw std::invalid_argument("with_denorm_preserve: not a SPIR-V module");
     // Where the new instructions go: after the last capability, extension, execution mode.
@@ -84,7 +91,7 @@ std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> s
         const std::size_t end = at + words;
         if (opcode == op_capability) {
             capabilities_end = end;
-            has_capability = has_capability || (words >= 2 && operands[0] == capability_denorm_preserve);
+            has_capability = has_capability || (words >= 2 && operands[0] == capability);
         } else if (opcode == op_extension) {
             extensions_end = end;
             has_extension = has_extension || string_at(operands) == extension_name;
@@ -94,7 +101,7 @@ std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> s
         } else if (opcode == op_execution_mode || opcode == op_execution_mode_id) {
             modes_end = end;
             if (opcode == op_execution_mode && words >= 4 && operands[0] == entry_point &&
-                operands[1] == mode_denorm_preserve)
+                operands[1] == mode)
                 existing_modes.push_back(operands[2]);
         }
         at = end;
@@ -106,7 +113,7 @@ std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> s
     // Insertions in increasing position; at one position, in the order listed.
     std::vector<std::pair<std::size_t, std::vector<std::uint32_t>>> insertions;
     if (!has_capability) {
-        insertions.push_back({capabilities_end, {instruction(2, op_capability), capability_denorm_preserve}});
+        insertions.push_back({capabilities_end, {instruction(2, op_capability), capability}});
     }
     if (!has_extension && spirv[1] < version_1_4) {
         std::vector<std::uint32_t> extension = literal_string(extension_name);
@@ -117,7 +124,7 @@ std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> s
     for (const std::uint32_t width : widths) {
         if (preserves(existing_modes, width)) continue;
         insertions.push_back({modes_end != 0 ? modes_end : entry_end,
-                              {instruction(4, op_execution_mode), entry_point, mode_denorm_preserve, width}});
+                              {instruction(4, op_execution_mode), entry_point, mode, width}});
     }
     // Apply from the back so earlier positions stay valid; same position: last listed first.
     std::stable_sort(insertions.begin(), insertions.end(),
@@ -127,6 +134,25 @@ std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> s
                    it->second.end());
     }
     return out;
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> spirv,
+                                                const std::vector<std::uint32_t>& widths) {
+    return with_float_mode(spirv, widths, capability_denorm_preserve, mode_denorm_preserve);
+}
+
+std::vector<std::uint32_t> inf_nan_preserve_widths(const FloatControls& controls, bool double_precision) {
+    std::vector<std::uint32_t> widths;
+    if (controls.inf_nan32) widths.push_back(32);
+    if (double_precision && controls.inf_nan64) widths.push_back(64);
+    return widths;
+}
+
+std::vector<std::uint32_t> with_inf_nan_preserve(std::span<const std::uint32_t> spirv,
+                                                 const std::vector<std::uint32_t>& widths) {
+    return with_float_mode(spirv, widths, capability_inf_nan_preserve, mode_inf_nan_preserve);
 }
 
 }  // namespace tapevm::gpu::detail

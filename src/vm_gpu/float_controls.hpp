@@ -25,6 +25,12 @@ struct FloatControls {
     bool preserve16 = false;  // shaderDenormPreserveFloat16
     bool preserve32 = false;
     bool preserve64 = false;
+    /// shaderSignedZeroInfNanPreserveFloat32/64: without the mode, a driver may assume that no
+    /// value is NaN, infinite or a negative zero (and fold x * 0 to 0, or p == 0 ? 0 : p * s to
+    /// p * s): NVIDIA's compiler does in straight-line code (the tape compiler's kernels gave inf
+    /// where the reference gives NaN).
+    bool inf_nan32 = false;
+    bool inf_nan64 = false;
 };
 
 /// Bit widths (16, 32, 64) a kernel of that precision requests DenormPreserve for on a
@@ -44,5 +50,14 @@ bool preserves(const std::vector<std::uint32_t>& widths, std::uint32_t width);
 /// is not a well-formed module with an entry point.
 std::vector<std::uint32_t> with_denorm_preserve(std::span<const std::uint32_t> spirv,
                                                 const std::vector<std::uint32_t>& widths);
+
+/// Bit widths (32; 32 and 64 for double) a kernel requests SignedZeroInfNanPreserve for on a
+/// device with `controls` (no independence rules apply to this mode).
+std::vector<std::uint32_t> inf_nan_preserve_widths(const FloatControls& controls, bool double_precision);
+
+/// The same patch as with_denorm_preserve with OpCapability SignedZeroInfNanPreserve and
+/// OpExecutionMode SignedZeroInfNanPreserve <width>.
+std::vector<std::uint32_t> with_inf_nan_preserve(std::span<const std::uint32_t> spirv,
+                                                 const std::vector<std::uint32_t>& widths);
 
 }  // namespace tapevm::gpu::detail

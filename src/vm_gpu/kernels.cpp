@@ -94,6 +94,7 @@ Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatContro
     : device_(device), float64_(float64),
       statistics_(statistics), denorm_widths_{denorm_preserve_widths(controls, false),
                                               denorm_preserve_widths(controls, true)},
+      inf_nan_widths_{inf_nan_preserve_widths(controls, false), inf_nan_preserve_widths(controls, true)},
       cache_key_(std::move(cache_key)) {
     try {
         std::array<vk::DescriptorSetLayoutBinding, binding_count> bindings;
@@ -138,8 +139,10 @@ Kernels::~Kernels() = default;
 vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
                                           const vk::raii::PipelineCache* cache,
                                           std::uint32_t home_count) const {
-    // The module with the DenormPreserve modes this device allows.
-    const auto code = with_denorm_preserve(spirv, denorm_widths_[double_precision ? 1 : 0]);
+    // The module with the DenormPreserve and SignedZeroInfNanPreserve modes this device allows.
+    const std::size_t precision = double_precision ? 1 : 0;
+    const auto code = with_inf_nan_preserve(with_denorm_preserve(spirv, denorm_widths_[precision]),
+                                            inf_nan_widths_[precision]);
     const vk::raii::ShaderModule module(
         device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
     // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count.
@@ -159,11 +162,21 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
         vk::ComputePipelineCreateInfo(flags, stage, *layout_));
 }
 
-vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                            const std::string& name, std::string_view cache_key) {
+const vk::raii::Pipeline& Kernels::compiled_pipeline(std::span<const std::uint32_t> spirv,
+                                                     bool double_precision, const std::string& name,
+                                                     std::string_view cache_key) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
+    const std::string key = std::string(cache_key) + (double_precision ? "-f64" : "-f32");
+    auto found = compiled_.find(key);
+    if (found == compiled_.end())
+        found = compiled_.emplace(key, create_pipeline(spirv, double_precision, name, cache_key)).first;
+    return found->second;
+}
+
+vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+                                            const std::string& name, std::string_view cache_key) {
     // One pipeline cache per kernel and device (driver version included): loading it costs what
     // the kernel's own code costs, however many kernels the cache folder holds. The driver
     // checks the blob's header (vendor, device, cache UUID) and ignores one that is not its own;

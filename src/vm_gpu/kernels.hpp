@@ -107,6 +107,13 @@ public:
     /// at least the homes per point of every call that runs the pipeline); 0 for the others.
     /// Throws Unsupported for double on a device without shaderFloat64.
     const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count = 0);
+    /// The pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp) under
+    /// `cache_key` (its SPIR-V's key), created on first use by create_pipeline() and then kept
+    /// for the device's life: every Vm of the program that runs the same kernel shares it (a
+    /// CPU device such as lavapipe takes up to seconds per pipeline and caches none itself).
+    /// The caller holds the device's mutex.
+    const vk::raii::Pipeline& compiled_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+                                                const std::string& name, std::string_view cache_key);
     /// A pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp), with the
     /// interpreter's layout, workgroup size and DenormPreserve patch, through a pipeline cache
     /// of its own, loaded from the disk cache (disk_cache.hpp) under `cache_key` (the SPIR-V's
@@ -125,7 +132,9 @@ private:
     const vk::raii::Device& device_;
     bool float64_;
     bool statistics_;
-    std::array<std::vector<std::uint32_t>, 2> denorm_widths_;  // float, double
+    std::array<std::vector<std::uint32_t>, 2> denorm_widths_;   // float, double
+    std::array<std::vector<std::uint32_t>, 2> inf_nan_widths_;  // float, double
+    std::map<std::string, vk::raii::Pipeline> compiled_;        // compiled_pipeline()'s, by key
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
     // By (kernel, double precision, home count); std::map keeps references stable.

@@ -45,9 +45,7 @@ Tuning read_tuning() {
                     std::to_string(tuning.workgroup_size));
     tuning.chunk_points = whole_number("TAPEVM_GPU_CHUNK_POINTS", 0, 1, std::size_t{1} << 32);
     tuning.pipeline_stats = whole_number("TAPEVM_GPU_PIPELINE_STATS", 0, 0, 1) == 1;
-    if (const char* text = std::getenv("TAPEVM_GPU_COMPILE_STAGING");
-        text != nullptr && *text != '\0' && std::string(text) != "auto")
-        tuning.compile_staging = static_cast<int>(whole_number("TAPEVM_GPU_COMPILE_STAGING", 0, 0, 1));
+    tuning.compile_staging = whole_number("TAPEVM_GPU_COMPILE_STAGING", 1, 0, 1) == 1;
     return tuning;
 }
 

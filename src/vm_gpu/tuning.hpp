@@ -14,10 +14,8 @@
 //   TAPEVM_GPU_WORKGROUP=N                invocations per workgroup, a power of two from 32 to
 //                                         1024 (default 64)
 //   TAPEVM_GPU_CHUNK_POINTS=N             points per chunk when Options::chunk_points is 0
-//   TAPEVM_GPU_COMPILE_STAGING=auto|0|1   the tape compiler's kernels stage inputs and results
-//                                         through shared memory: where the kernel's work per
-//                                         value moved is small (auto, the default), never, or
-//                                         wherever it fits (codegen.hpp)
+//   TAPEVM_GPU_COMPILE_STAGING=0|1        the tape compiler's kernels stage inputs and results
+//                                         through shared memory (default 1, codegen.hpp)
 //   TAPEVM_GPU_PIPELINE_STATS=1           print each pipeline's statistics (registers, ...)
 //                                         to stderr where VK_KHR_pipeline_executable_properties
 //                                         is offered
@@ -38,8 +36,7 @@ struct Tuning {
     std::uint32_t workgroup_size = 64;
     std::size_t chunk_points = 0;
     bool pipeline_stats = false;
-    /// -1 auto, 0 never, 1 wherever it fits (KernelSpec::staging).
-    int compile_staging = -1;
+    bool compile_staging = true;
 };
 
 /// The environment's tuning, read at the first call.

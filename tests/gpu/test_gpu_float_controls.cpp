@@ -24,6 +24,7 @@ using gpu::detail::denorm_preserve_widths;
 using gpu::detail::FloatControls;
 using gpu::detail::Kernel;
 using gpu::detail::with_denorm_preserve;
+using gpu::detail::with_inf_nan_preserve;
 using Widths = std::vector<std::uint32_t>;
 using Independence = FloatControls::Independence;
 
@@ -49,9 +50,11 @@ TEST_CASE("DenormPreserve widths follow the device's float controls and independ
     CHECK(denorm_preserve_widths(controls(Independence::only_32_bit, true, true, true), true) ==
           Widths{16, 32, 64});
     CHECK(denorm_preserve_widths(controls(Independence::only_32_bit, false, true, true), true) == Widths{32});
-    CHECK(denorm_preserve_widths(controls(Independence::only_32_bit, true, false, true), true) == Widths{16, 64});
+    CHECK(denorm_preserve_widths(controls(Independence::only_32_bit, true, false, true), true) ==
+          Widths{16, 64});
     // One mode for all widths: all three or none.
-    CHECK(denorm_preserve_widths(controls(Independence::none, true, true, true), false) == Widths{16, 32, 64});
+    CHECK(denorm_preserve_widths(controls(Independence::none, true, true, true), false) ==
+          Widths{16, 32, 64});
     CHECK(denorm_preserve_widths(controls(Independence::none, false, true, true), false).empty());
     CHECK(denorm_preserve_widths(controls(Independence::none, true, true, false), true).empty());
 }
@@ -66,7 +69,8 @@ std::vector<std::vector<std::uint32_t>> instructions(const std::vector<std::uint
             FAIL_CHECK("malformed SPIR-V at word " << at);
             break;
         }
-        if ((spirv[at] & 0xffff) == opcode) found.emplace_back(spirv.begin() + at, spirv.begin() + at + words);
+        if ((spirv[at] & 0xffff) == opcode)
+            found.emplace_back(spirv.begin() + at, spirv.begin() + at + words);
         at += words;
     }
     return found;
@@ -93,14 +97,45 @@ TEST_CASE("the DenormPreserve patch adds the capability and one execution mode p
             const std::uint32_t entry = instructions(patched, op_entry_point).at(0).at(2);
             const auto modes = instructions(patched, op_execution_mode);
             CHECK(modes.size() == instructions(original, op_execution_mode).size() + 2);
-            CHECK(std::count(modes.begin(), modes.end(), std::vector<std::uint32_t>{4 << 16 | 16, entry, 4459, 32}) == 1);
-            CHECK(std::count(modes.begin(), modes.end(), std::vector<std::uint32_t>{4 << 16 | 16, entry, 4459, 64}) == 1);
+            CHECK(std::count(modes.begin(), modes.end(),
+                             std::vector<std::uint32_t>{4 << 16 | 16, entry, 4459, 32}) == 1);
+            CHECK(std::count(modes.begin(), modes.end(),
+                             std::vector<std::uint32_t>{4 << 16 | 16, entry, 4459, 64}) == 1);
             const auto capabilities = instructions(patched, op_capability);
-            CHECK(std::count(capabilities.begin(), capabilities.end(), std::vector<std::uint32_t>{2 << 16 | 17, 4464}) == 1);
-            CHECK(patched.size() == original.size() + 2 + 2 * 4);  // SPIR-V 1.5: no extension needed
+            CHECK(std::count(capabilities.begin(), capabilities.end(),
+                             std::vector<std::uint32_t>{2 << 16 | 17, 4464}) == 1);
+            CHECK(patched.size() == original.size() + 2 + 2 * 4);       // SPIR-V 1.5: no extension needed
             CHECK(with_denorm_preserve(patched, {32, 64}) == patched);  // idempotent
         }
     }
+}
+
+TEST_CASE("the SignedZeroInfNanPreserve patch, on top of DenormPreserve's, adds its capability and modes") {
+    for (const bool double_precision : {false, true}) {
+        CAPTURE(double_precision);
+        const auto code = gpu::detail::embedded_spirv(Kernel::reverse_compact, double_precision);
+        const auto denorm = with_denorm_preserve(code, {32, 64});
+        CHECK(with_inf_nan_preserve(denorm, {}) == denorm);
+        const auto patched = with_inf_nan_preserve(denorm, {32, 64});
+        const std::uint32_t entry = instructions(patched, op_entry_point).at(0).at(2);
+        const auto modes = instructions(patched, op_execution_mode);
+        for (const std::uint32_t width : {32u, 64u}) {
+            CHECK(std::count(modes.begin(), modes.end(),
+                             std::vector<std::uint32_t>{4 << 16 | 16, entry, 4461, width}) == 1);
+            CHECK(std::count(modes.begin(), modes.end(),
+                             std::vector<std::uint32_t>{4 << 16 | 16, entry, 4459, width}) == 1);
+        }
+        const auto capabilities = instructions(patched, op_capability);
+        CHECK(std::count(capabilities.begin(), capabilities.end(),
+                         std::vector<std::uint32_t>{2 << 16 | 17, 4466}) == 1);
+        CHECK(patched.size() == denorm.size() + 2 + 2 * 4);
+        CHECK(with_inf_nan_preserve(patched, {32, 64}) == patched);  // idempotent
+    }
+    gpu::detail::FloatControls controls;
+    CHECK(gpu::detail::inf_nan_preserve_widths(controls, true).empty());
+    controls.inf_nan32 = controls.inf_nan64 = true;
+    CHECK(gpu::detail::inf_nan_preserve_widths(controls, false) == Widths{32});
+    CHECK(gpu::detail::inf_nan_preserve_widths(controls, true) == Widths{32, 64});
 }
 
 TEST_CASE("before SPIR-V 1.4 the patch also declares SPV_KHR_float_controls") {
@@ -138,17 +173,21 @@ TEST_CASE("spirv-val accepts every kernel with every DenormPreserve request") {
     // The path is the build machine's; a machine that runs the binaries elsewhere (the lent
     // GPU machine) may not have it.
     if (!std::filesystem::exists(TAPEVM_SPIRV_VAL)) {
-        MESSAGE("spirv-val (" << TAPEVM_SPIRV_VAL << ") is not on this machine: the kernels are not validated here");
+        MESSAGE("spirv-val (" << TAPEVM_SPIRV_VAL
+                              << ") is not on this machine: the kernels are not validated here");
         return;
     }
     for (const Kernel kernel : all_kernels()) {
         for (const bool double_precision : {false, true}) {
             for (const Widths& widths : {Widths{}, Widths{32}, Widths{32, 64}, Widths{16, 32, 64}}) {
                 const std::string name = std::string(gpu::detail::kernel_name(kernel)) +
-                                         (double_precision ? "_f64_" : "_f32_") + std::to_string(widths.size());
+                                         (double_precision ? "_f64_" : "_f32_") +
+                                         std::to_string(widths.size());
                 CAPTURE(name);
                 const auto code = gpu::detail::embedded_spirv(kernel, double_precision);
                 CHECK(spirv_val(with_denorm_preserve(code, widths), name) == "");
+                CHECK(spirv_val(with_inf_nan_preserve(with_denorm_preserve(code, widths), widths), name) ==
+                      "");
             }
         }
     }

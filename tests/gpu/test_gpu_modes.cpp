@@ -64,12 +64,16 @@ void check_every_mode(const gpu::Vm& vm, std::size_t points, bool shared_params,
     compare(vm.hvp(batch, std::span<const Real>(cotangents), std::span<const Real>(tangents)),
             ref.hvp(batch, std::span<const Real>(cotangents), std::span<const Real>(tangents)), "hvp", n);
     check_validation_clean();
-    // With the compiled engine, every mode above ran a compiled kernel (no fallback).
+    // With the compiled engine, every mode above ran a compiled kernel, or the interpreter for a
+    // kernel over the statement limit (2,500 on CPU devices, 20,000 on GPUs), and said why.
     if (vm.engine() == gpu::Engine::compiled) {
         for (const char* mode : {"forward", "gradient", "jacobian", "jvp", "vjp", "hvp"}) {
             if (std::string_view(mode) == "gradient" && m != 1) continue;
             CAPTURE(mode);
-            CHECK(vm.compile_plan<Real>(mode).compiled);
+            // Compiled, unless over the statement limit (the 10,000-instruction tape's derivatives).
+            const gpu::CompilePlan plan = vm.compile_plan<Real>(mode);
+            if (!plan.compiled) CHECK(plan.reason.find("over the limit") != std::string::npos);
+            CHECK((plan.compiled || plan.statements > 2500));
         }
     }
 }
@@ -184,7 +188,8 @@ TEST_CASE("batches crossing chunk boundaries equal the reference VM") {
         const Batch<float> batch{points, inputs, params};
         const reference::Vm ref(vm.tape());
         CAPTURE(points);
-        check_close(vm.jacobian(batch).values, ref.jacobian(batch).values, "jacobian", 30, ba_float_tolerance);
+        check_close(vm.jacobian(batch).values, ref.jacobian(batch).values, "jacobian", 30,
+                    ba_float_tolerance);
         check_close(vm.forward(batch).values, ref.forward(batch).values, "forward", 2, ba_float_tolerance);
     }
     check_validation_clean();
