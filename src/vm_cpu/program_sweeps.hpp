@@ -139,11 +139,13 @@ template <class Arch, class Real> struct ProgramSweeps {
     }
 
     /// Operand k's adjoint += partial k * seed, for the operands in `active`, every row
-    /// (`rows`, or fixed_rows when not 0).
-    template <Op op, unsigned active, std::size_t fixed_rows>
+    /// (`rows`, or fixed_rows when not 0). `square`: both operands of a binary op are one
+    /// slot (x * x), whose adjoint takes (adjoint + c0) + c1 with one store.
+    template <Op op, unsigned active, std::size_t fixed_rows, bool square = false>
     static void adjoint_rows(const E& e, std::size_t lanes, std::size_t rows) {
         using F = SimdFormula<op>;
         constexpr std::uint32_t arity = F::arity;
+        static_assert(!square || (arity == 2 && active == 3));
         if constexpr (fixed_rows != 0) rows = fixed_rows;
         const Real* const x0 = e.operand[0];
         const Real* const x1 = e.operand[1];
@@ -172,6 +174,11 @@ template <class Arch, class Real> struct ProgramSweeps {
                 const std::size_t i = row * lanes + l;
                 V c[arity];
                 products<active>(d, load(seeds, i), c);
+                if constexpr (square) {
+                    // The same sums as two writes: operand 1's read is operand 0's write.
+                    ((load(in[0], i) + c[0]) + c[1]).store_aligned(out[0] + i);
+                    continue;
+                }
                 // In operand order, each read after the previous write: x * x adds both terms.
                 for (std::uint32_t k = 0; k < arity; ++k) {
                     if (!(active & (1u << k))) continue;
@@ -199,11 +206,13 @@ template <class Arch, class Real> struct ProgramSweeps {
     /// Two reverse steps in one entry: `second` is the step of `first`'s operands in
     /// `positions`, whose adjoint only `first` writes; that adjoint stays in a register.
     /// Each adjoint sees the same operations in the same order as with two entries.
+    /// `square2`: both operands of the second are one slot (adjoint_rows' square).
     template <Op first, unsigned active1, unsigned positions, Op second, unsigned active2,
-              std::size_t fixed_rows>
+              std::size_t fixed_rows, bool square2 = false>
     static void adjoint_pair_rows(const E& e, std::size_t lanes, std::size_t rows) {
         constexpr std::uint32_t arity1 = tapevm::detail::Formula<first>::arity;
         constexpr std::uint32_t arity2 = tapevm::detail::Formula<second>::arity;
+        static_assert(!square2 || (arity2 == 2 && active2 == 3));
         if constexpr (fixed_rows != 0) rows = fixed_rows;
         const Real* const x1[3] = {e.operand[0], e.operand[1], e.operand[2]};
         const Real* const x2[3] = {e.second_operand[0], e.second_operand[1], e.second_operand[2]};
@@ -242,6 +251,10 @@ template <class Arch, class Real> struct ProgramSweeps {
                 }
                 V c2[arity2];
                 products<active2>(d2, handed, c2);
+                if constexpr (square2) {
+                    ((load(in2[0], i) + c2[0]) + c2[1]).store_aligned(out2[0] + i);
+                    continue;
+                }
                 for (std::uint32_t k = 0; k < arity2; ++k) {
                     if (!(active2 & (1u << k))) continue;
                     (load(in2[k], i) + c2[k]).store_aligned(out2[k] + i);
@@ -265,7 +278,7 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     template <Op first, Op second>
     static typename E::Run adjoint_pair_run(unsigned active1, unsigned positions, unsigned active2,
-                                            std::size_t rows) {
+                                            std::size_t rows, bool square2) {
         constexpr unsigned all1 = (1u << tapevm::detail::Formula<first>::arity) - 1;
         constexpr unsigned all2 = (1u << tapevm::detail::Formula<second>::arity) - 1;
         return pick<1, 2, 3>(active1, [&](auto a1) -> typename E::Run {
@@ -281,6 +294,20 @@ template <class Arch, class Real> struct ProgramSweeps {
                         return pick<1, 2, 3>(active2, [&](auto a2) -> typename E::Run {
                             constexpr unsigned bits2 = decltype(a2)::value;
                             if constexpr ((bits2 & ~all2) != 0) {
+                                return nullptr;
+                            } else if constexpr (second == Op::Mul && bits2 == 3) {
+                                if (square2 && rows == 1)
+                                    return &adjoint_pair_rows<first, bits1, bits, second, bits2, 1, true>;
+                                if (square2 && rows == 2)
+                                    return &adjoint_pair_rows<first, bits1, bits, second, bits2, 2, true>;
+                                if (square2)
+                                    return &adjoint_pair_rows<first, bits1, bits, second, bits2, 0, true>;
+                                if (rows == 1)
+                                    return &adjoint_pair_rows<first, bits1, bits, second, bits2, 1>;
+                                if (rows == 2)
+                                    return &adjoint_pair_rows<first, bits1, bits, second, bits2, 2>;
+                                return &adjoint_pair_rows<first, bits1, bits, second, bits2, 0>;
+                            } else if (square2) {
                                 return nullptr;
                             } else if (rows == 1) {
                                 return &adjoint_pair_rows<first, bits1, bits, second, bits2, 1>;
@@ -298,7 +325,7 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     /// The fused entry for reverse step `first` then `second`, or null when not fused.
     static typename E::Run adjoint_pair_run(Op first, unsigned active1, unsigned positions, Op second,
-                                            unsigned active2, std::size_t rows) {
+                                            unsigned active2, std::size_t rows, bool square2) {
         if (!adjoint_pairable(first) || !adjoint_pairable(second)) return nullptr;
         return tapevm::detail::visit_op(first, [&](auto tag1) -> typename E::Run {
             constexpr Op op1 = decltype(tag1)::value;
@@ -310,14 +337,14 @@ template <class Arch, class Real> struct ProgramSweeps {
                     if constexpr (!adjoint_pairable(op2)) {
                         return nullptr;
                     } else {
-                        return adjoint_pair_run<op1, op2>(active1, positions, active2, rows);
+                        return adjoint_pair_run<op1, op2>(active1, positions, active2, rows, square2);
                     }
                 });
             }
         });
     }
 
-    template <Op op, unsigned active>
+    template <Op op, unsigned active, bool square = false>
     static void adjoint_entry(const E& e, std::size_t lanes, std::size_t rows) {
         // The arithmetic ops get loops without the row loop for gradients (one row) and
         // two rows (Jacobians of two outputs); the ops with costly partials gain nothing
@@ -325,21 +352,25 @@ template <class Arch, class Real> struct ProgramSweeps {
         constexpr bool arithmetic = op == Op::Add || op == Op::Sub || op == Op::Mul || op == Op::Div ||
                                     op == Op::Neg || op == Op::Fma || op == Op::Recip;
         if (arithmetic && rows == 1) {
-            adjoint_rows<op, active, 1>(e, lanes, 1);
+            adjoint_rows<op, active, 1, square>(e, lanes, 1);
         } else if (arithmetic && rows == 2) {
-            adjoint_rows<op, active, 2>(e, lanes, 2);
+            adjoint_rows<op, active, 2, square>(e, lanes, 2);
         } else {
-            adjoint_rows<op, active, 0>(e, lanes, rows);
+            adjoint_rows<op, active, 0, square>(e, lanes, rows);
         }
     }
 
     template <Op op> static typename E::Run value_run() { return &value_entry<op>; }
 
-    template <Op op> static typename E::Run adjoint_run(unsigned active) {
+    /// `square`: both operands are one slot (adjoint_rows' square; used for Mul).
+    template <Op op> static typename E::Run adjoint_run(unsigned active, bool square) {
         constexpr std::uint32_t arity = tapevm::detail::Formula<op>::arity;
         if constexpr (arity == 1) {
             return &adjoint_entry<op, 1>;
         } else if constexpr (arity == 2) {
+            if constexpr (op == Op::Mul) {
+                if (square && active == 3) return &adjoint_entry<op, 3, true>;
+            }
             switch (active) {
                 case 1: return &adjoint_entry<op, 1>;
                 case 2: return &adjoint_entry<op, 2>;
@@ -407,8 +438,9 @@ template <class Arch, class Real> struct ProgramSweeps {
 
     /// Fills program.adjoints (plan.reverse_steps) for adjoints [row][rows][lanes] at
     /// `adjoints`; `zeros` is rows * lanes zeros, read where a step writes an adjoint first.
-    static void build_adjoints(const Tape& tape, const Plan& plan, Real* values, Real* adjoints, const Real* zeros,
-                               std::size_t rows, std::size_t lanes, Program<Real>& program) {
+    static void build_adjoints(const Tape& tape, const Plan& plan, Real* values, Real* adjoints,
+                               const Real* zeros, std::size_t rows, std::size_t lanes,
+                               Program<Real>& program) {
         const auto instructions = tape.instructions();
         E* e = program.adjoints;
         const auto adjoint_of = [&](std::uint32_t slot) {
@@ -444,7 +476,8 @@ template <class Arch, class Real> struct ProgramSweeps {
                 }
                 const typename E::Run run =
                     positions != 0 && (positions & active) == positions && plan.adjoint_private[next.slot]
-                        ? adjoint_pair_run(ins.op, active, positions, second.op, next.active, rows)
+                        ? adjoint_pair_run(ins.op, active, positions, second.op, next.active, rows,
+                                           square(second, next.active & ~next.alias))
                         : nullptr;
                 if (run != nullptr) {
                     E pair{};
@@ -465,12 +498,17 @@ template <class Arch, class Real> struct ProgramSweeps {
                 } else if constexpr (!tapevm::detail::Formula<op>::has_partials) {
                     return nullptr;
                 } else {
-                    return adjoint_run<op>(active);
+                    return adjoint_run<op>(active, square(ins, active));
                 }
             });
             ++e;
         }
         program.adjoint_count = static_cast<std::size_t>(e - program.adjoints);
+    }
+
+    /// Whether a binary instruction's operands, both in `active`, are one slot.
+    static bool square(const Instruction& ins, unsigned active) {
+        return arity(ins.op) == 2 && active == 3 && ins.a == ins.b;
     }
 
     static void fill_operands(const Plan& plan, const Instruction& ins, std::uint32_t slot, Real* values,
