@@ -28,8 +28,8 @@ std::size_t block_lanes_from_environment() {
     char* end = nullptr;
     const unsigned long long lanes = std::strtoull(text, &end, 10);
     if (*end != '\0' || text[0] == '-' || lanes == 0 || lanes > (1u << 16)) {
-        throw Error("TAPEVM_CPU_BLOCK_LANES must be a whole number from 1 to 65536, not '" + std::string(text) +
-                    "'");
+        throw Error("TAPEVM_CPU_BLOCK_LANES must be a whole number from 1 to 65536, not '" +
+                    std::string(text) + "'");
     }
     return static_cast<std::size_t>(lanes);
 }
@@ -159,7 +159,10 @@ template <class Real> void participate(void* context) {
     const KernelSet<Real>& kernels = engine.kernels<Real>();
     Scratch<Real> scratch(scratch_reals(engine.plan, request.mode, request.rows, call.lanes));
     std::vector<Entry<Real>> entries(program_entries(engine.plan, request.mode));
-    BlockState<Real> state{scratch.data, call.lanes, false, {}, 0, 0};
+    // Streamed results wait in a staging buffer of a block's results (background.hpp).
+    Scratch<Real> staging(request.stream_results ? result_columns(engine.plan, request) * call.lanes + 64
+                                                 : 0);
+    BlockState<Real> state{scratch.data, call.lanes, false, {}, 0, 0, staging.data, {}};
     state.program.values = entries.data();
     state.program.adjoints = entries.data() + engine.plan.compute_slots.size();
     std::vector<std::size_t> diverged;
@@ -182,6 +185,7 @@ template <class Real> void participate(void* context) {
                          count, diverged);
         }
     }
+    kernels.finish(state);
     if (!diverged.empty()) {
         const std::lock_guard lock(call.mutex);
         call.diverged.insert(call.diverged.end(), diverged.begin(), diverged.end());
