@@ -336,50 +336,83 @@ template <class Arch, class Real> struct Kernel {
         }
     }
 
-    /// scatter() for rows of at most scatter_chunk columns: a tile's rows are contiguous in
-    /// results, so a tile is built whole (in place, or in `staging` when the columns are not a
-    /// multiple of the width: the last tile of columns is stored whole, spilling into the
-    /// next row, before the row's other columns and the next row overwrite the spill) and
-    /// then copied out. With `slack` (rows may take `width` more reals past their end) the
-    /// spilling tiles go in place too.
+    /// scatter() for rows of at most scatter_chunk columns. In place when every row is whole
+    /// vectors, or with `slack` (rows may take `width` more reals past their end): a tile of
+    /// columns at a time over all points, the last, narrower tile first, stored whole so that
+    /// it spills into the next row, whose own tiles then overwrite the spill. Otherwise a
+    /// tile of points at a time is built in `staging` the same way and copied out.
     template <class Column>
     static void scatter_rows(Real* const rows, std::size_t columns, std::size_t count, Column column,
                              bool slack) {
-        using T = Transpose<Arch, Real>;
-        const Real* sources[scatter_chunk + width] = {};
-        for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
         const std::size_t whole = count - count % width;
         const std::size_t tiled = columns - columns % width;
-        // In place when every row is whole vectors, or a spill past the end is allowed.
-        const bool in_place = tiled == columns || slack;
-        alignas(64) Real staging[(scatter_chunk + 1) * width];
-        const auto store_tile = [&](Real* tile, std::size_t t) {
-            V v[width];
-            for (std::size_t c = 0; c < width; ++c) {
-                const Real* src = sources[t + c];
-                v[c] = src == nullptr ? V(Real(0)) : V::load_aligned(src + 0);
-            }
-            T::transpose(v);
-            for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns + t);
-        };
-        for (std::size_t l0 = 0; l0 < whole; l0 += width) {
-            for (std::size_t c = 0; c < columns; ++c) {
-                if (sources[c] != nullptr) sources[c] += l0 == 0 ? 0 : width;
-            }
-            Real* const destination = rows + l0 * columns;
-            Real* const tile = in_place ? destination : staging;
-            if (tiled != columns) store_tile(tile, tiled);
-            for (std::size_t t = 0; t < tiled; t += width) store_tile(tile, t);
-            if (in_place) continue;
-            std::size_t i = 0;
-            for (; i + width <= width * columns; i += width)
-                V::load_aligned(staging + i).store_unaligned(destination + i);
-            for (; i < width * columns; ++i) destination[i] = staging[i];
+        if (tiled == columns || slack) {
+            const auto tile_at = [&](std::size_t t) {
+                const Real* sources[width];
+                for (std::size_t c = 0; c < width; ++c)
+                    sources[c] = t + c < columns ? column(t + c) : nullptr;
+                scatter_tiles(rows + t, columns, whole, sources);
+            };
+            if (tiled != columns) tile_at(tiled);
+            for (std::size_t t = 0; t < tiled; t += width) tile_at(t);
+        } else {
+            scatter_staged(rows, columns, whole, column);
         }
+        const Real* sources[scatter_chunk] = {};
         for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
         for (std::size_t l = whole; l < count; ++l) {
             for (std::size_t c = 0; c < columns; ++c)
                 rows[l * columns + c] = sources[c] == nullptr ? Real(0) : sources[c][l];
+        }
+    }
+
+    /// rows[l * columns + c] = sources[c][l] (0 where sources[c] is null) for l < whole (a
+    /// multiple of the width) and c < width, a width x width tile at a time.
+    static void scatter_tiles(Real* const rows, std::size_t columns, std::size_t whole,
+                              const Real* const (&sources)[width]) {
+        using T = Transpose<Arch, Real>;
+        bool zeros = false;
+        for (std::size_t c = 0; c < width; ++c) zeros = zeros || sources[c] == nullptr;
+        for (std::size_t l0 = 0; l0 < whole; l0 += width) {
+            V v[width];
+            if (zeros) {
+                for (std::size_t c = 0; c < width; ++c)
+                    v[c] = sources[c] == nullptr ? V(Real(0)) : V::load_aligned(sources[c] + l0);
+            } else {
+                for (std::size_t c = 0; c < width; ++c) v[c] = V::load_aligned(sources[c] + l0);
+            }
+            T::transpose(v);
+            Real* const tile = rows + l0 * columns;
+            for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns);
+        }
+    }
+
+    /// scatter_rows() without room past the end: each tile of `width` points is built in a
+    /// local buffer (with the spilling last tile of columns) and copied to rows.
+    template <class Column>
+    static void scatter_staged(Real* const rows, std::size_t columns, std::size_t whole, Column column) {
+        using T = Transpose<Arch, Real>;
+        const Real* sources[scatter_chunk + width] = {};
+        for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
+        const std::size_t tiled = columns - columns % width;
+        alignas(64) Real staging[(scatter_chunk + 1) * width];
+        const auto store_tile = [&](std::size_t t, std::size_t l0) {
+            V v[width];
+            for (std::size_t c = 0; c < width; ++c) {
+                const Real* src = sources[t + c];
+                v[c] = src == nullptr ? V(Real(0)) : V::load_aligned(src + l0);
+            }
+            T::transpose(v);
+            for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(staging + l * columns + t);
+        };
+        for (std::size_t l0 = 0; l0 < whole; l0 += width) {
+            store_tile(tiled, l0);
+            for (std::size_t t = 0; t < tiled; t += width) store_tile(t, l0);
+            Real* const destination = rows + l0 * columns;
+            std::size_t i = 0;
+            for (; i + width <= width * columns; i += width)
+                V::load_aligned(staging + i).store_unaligned(destination + i);
+            for (; i < width * columns; ++i) destination[i] = staging[i];
         }
     }
 
