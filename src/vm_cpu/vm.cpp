@@ -67,8 +67,11 @@ struct Engine {
 
     /// Lanes per block: the option, or what keeps a block's scratch (`reals_per_lane`)
     /// within half of L2 and its rows that every step of a sweep may touch
-    /// (`hot_reals_per_lane`: the reverse sweep's adjoint rows) within L1; a multiple of
-    /// `width`, 16..1024 lanes when sized here.
+    /// (`hot_reals_per_lane`: the reverse sweep's adjoint rows) within one and a half times
+    /// L1 (the input adjoints among them, which are the results, are touched by few steps;
+    /// on the AVX-512 machine of bench/RESULTS.md, 1.5 x L1 was 2-6% faster than 1 x L1 on
+    /// every workload but trig16 in float, and 3 x L1 slower); a multiple of `width`,
+    /// 16..1024 lanes when sized here.
     std::size_t lanes_for(std::size_t width, std::size_t reals_per_lane, std::size_t hot_reals_per_lane,
                           std::size_t sizeof_real) const {
         std::size_t lanes = 0;
@@ -78,7 +81,7 @@ struct Engine {
             const std::size_t bytes_per_lane = std::max<std::size_t>(1, reals_per_lane * sizeof_real);
             lanes = l2_bytes / 2 / bytes_per_lane;
             if (hot_reals_per_lane != 0)
-                lanes = std::min(lanes, l1_bytes / (hot_reals_per_lane * sizeof_real));
+                lanes = std::min(lanes, l1_bytes * 3 / 2 / (hot_reals_per_lane * sizeof_real));
             lanes = std::clamp<std::size_t>(lanes, 16, 1024);
             lanes -= lanes % width;
         }
