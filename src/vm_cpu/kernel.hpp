@@ -24,6 +24,7 @@
 #include <span>
 #include <type_traits>
 
+#include "background.hpp"
 #include "detail/dual.hpp"
 #include "detail/op_formulas.hpp"
 #include "program_sweeps.hpp"
@@ -32,47 +33,6 @@
 #include "transpose.hpp"
 
 namespace tapevm::cpu::detail {
-
-/// Prefetches of the next block's inputs and results, spread over the current block's
-/// instructions (`issue` once per instruction), so they arrive while this block computes
-/// instead of stalling its gather and scatter.
-class Prefetch {
-public:
-    void add(const void* begin, std::size_t bytes, bool write) {
-        if (bytes == 0 || ranges_ == max_ranges) return;
-        const char* p = static_cast<const char*>(begin);
-        range_[ranges_++] = {p, p + bytes, write};
-        lines_ += (bytes + line - 1) / line;
-    }
-    /// Spreads the prefetches over `instructions` calls of issue().
-    void spread_over(std::size_t instructions) { per_issue_ = lines_ / std::max<std::size_t>(1, instructions) + 1; }
-    void issue() {
-        for (std::size_t k = 0; k < per_issue_ && current_ < ranges_; ++k) {
-            Range& r = range_[current_];
-            if (r.write) {
-                __builtin_prefetch(r.next, 1, 2);
-            } else {
-                __builtin_prefetch(r.next, 0, 2);
-            }
-            r.next += line;
-            if (r.next >= r.end) ++current_;
-        }
-    }
-
-private:
-    struct Range {
-        const char* next;
-        const char* end;
-        bool write;
-    };
-    static constexpr std::size_t line = 64;
-    static constexpr std::size_t max_ranges = 3;
-    Range range_[max_ranges] = {};
-    std::size_t ranges_ = 0;
-    std::size_t current_ = 0;
-    std::size_t lines_ = 0;
-    std::size_t per_issue_ = 0;
-};
 
 template <class Arch, class Real> struct Kernel {
     using M = SimdMath<Arch, Real>;
@@ -170,10 +130,10 @@ template <class Arch, class Real> struct Kernel {
     /// The value sweep over every non-leaf slot (inputs, params and constants are in place).
     template <class MM, class X, class Store>
     static void evaluate(const Tape& tape, const Plan& plan, const Store& values, std::size_t lanes,
-                         Prefetch& prefetch) {
+                         Background<Arch, Real>& background) {
         const auto instructions = tape.instructions();
         for (const std::uint32_t slot : plan.compute_slots) {
-            prefetch.issue();
+            background.issue();
             const Instruction ins = instructions[slot];
             tapevm::detail::visit_op(
                 ins.op, [&](auto tag) __attribute__((noinline)) {
@@ -206,12 +166,12 @@ template <class Arch, class Real> struct Kernel {
 
     /// Forward mode over `tangents.rows` directions; input rows hold the seeds.
     static void tangent_sweep(const Tape& tape, const Plan& plan, const Values& values, const Rows& tangents,
-                              Prefetch& prefetch) {
+                              Background<Arch, Real>& background) {
         const auto instructions = tape.instructions();
         const std::size_t lanes = values.lanes;
         const std::size_t rows = tangents.rows;
         for (const Step& step : plan.tangent_steps) {
-            prefetch.issue();
+            background.issue();
             const Instruction ins = instructions[step.slot];
             tapevm::detail::visit_op(
                 ins.op, [&](auto tag) __attribute__((noinline)) {
@@ -254,11 +214,11 @@ template <class Arch, class Real> struct Kernel {
     template <class MM, class X, class Store, class Adjoints>
     static void reverse_sweep(const Tape& tape, const Plan& plan, const Store& values,
                               const Adjoints& adjoints, std::size_t rows, std::size_t lanes,
-                              Prefetch& prefetch) {
+                              Background<Arch, Real>& background) {
         const auto instructions = tape.instructions();
         using AP = typename Adjoints::Pointer;
         for (const Step& step : plan.reverse_steps) {
-            prefetch.issue();
+            background.issue();
             const Instruction ins = instructions[step.slot];
             tapevm::detail::visit_op(
                 ins.op, [&](auto tag) __attribute__((noinline)) {
@@ -325,7 +285,8 @@ template <class Arch, class Real> struct Kernel {
                 V v[width];
                 for (std::size_t l = 0; l < width; ++l) v[l] = V::load_unaligned(tile + l * columns + tiled);
                 T::transpose(v);
-                for (std::size_t c = tiled; c < columns; ++c) v[c - tiled].store_aligned(dst + c * stride + l0);
+                for (std::size_t c = tiled; c < columns; ++c)
+                    v[c - tiled].store_aligned(dst + c * stride + l0);
             } else {
                 for (std::size_t c = tiled; c < columns; ++c) {
                     for (std::size_t l = 0; l < width; ++l) dst[c * stride + l0 + l] = tile[l * columns + c];
@@ -342,83 +303,125 @@ template <class Arch, class Real> struct Kernel {
 
     static constexpr std::size_t scatter_chunk = 64;
 
-    /// results[(first + l) * columns + c] = column(c)[l] (0 where column(c) is null), a tile of
-    /// `width` points at a time, transposed in registers. With `stream` (large result arrays,
-    /// which no cache holds anyway) rows are written with non-temporal stores, which do not
-    /// read the destination lines first.
+    /// The block's results, results[(first + l) * columns + c] = column(c)[l] (0 where
+    /// column(c) is null). Streamed results (large result arrays, which no cache holds anyway)
+    /// go to the staging buffer and from there, with non-temporal stores, which do not read
+    /// the destination lines first, to the results while the next block computes
+    /// (background.hpp); what the previous block left pending is written first.
     template <class Column>
-    static void scatter(Real* results, std::size_t columns, std::size_t first, std::size_t count, bool stream,
-                        Column column) {
-        if (columns <= scatter_chunk) {
-            scatter_rows(results, columns, first, count, stream, column);
-        } else {
-            scatter_wide(results, columns, first, count, column);
+    static void deliver(const Request<Real>& request, BlockState<Real>& state, std::size_t columns,
+                        std::size_t first, std::size_t count, Column column) {
+        Real* const destination = request.results + first * columns;
+        if (!request.stream_results) {
+            scatter(destination, columns, count, column);
+            return;
         }
-        if (stream) Transpose<Arch, Real>::fence();
+        using S = ResultStream<Arch, Real>;
+        S::finish(state.pending, false);
+        scatter(state.staging, columns, count, column, true);
+        S::begin(state.pending, destination, state.staging, count * columns);
     }
 
-    /// scatter() for rows of at most scatter_chunk columns: a tile's rows are contiguous in
-    /// results, so a tile is built whole (in place, or in `staging` when the columns are not a
-    /// multiple of the width: the last tile of columns is stored whole, spilling into the
-    /// next row, before the row's other columns and the next row overwrite the spill) and
-    /// then copied out.
+    static void finish(BlockState<Real>& state) { ResultStream<Arch, Real>::finish(state.pending, true); }
+
+    /// rows[l * columns + c] = column(c)[l] (0 where column(c) is null) for l < count, a tile
+    /// of `width` points at a time, transposed in registers.
     template <class Column>
-    static void scatter_rows(Real* results, std::size_t columns, std::size_t first, std::size_t count, bool stream,
-                             Column column) {
+    static void scatter(Real* rows, std::size_t columns, std::size_t count, Column column,
+                        bool slack = false) {
+        if (columns <= scatter_chunk) {
+            scatter_rows(rows, columns, count, column, slack);
+        } else {
+            scatter_wide(rows, columns, count, column);
+        }
+    }
+
+    /// scatter() for rows of at most scatter_chunk columns. In place when every row is whole
+    /// vectors, or with `slack` (rows may take `width` more reals past their end): a tile of
+    /// columns at a time over all points, the last, narrower tile first, stored whole so that
+    /// it spills into the next row, whose own tiles then overwrite the spill. Otherwise a
+    /// tile of points at a time is built in `staging` the same way and copied out.
+    template <class Column>
+    static void scatter_rows(Real* const rows, std::size_t columns, std::size_t count, Column column,
+                             bool slack) {
+        const std::size_t whole = count - count % width;
+        const std::size_t tiled = columns - columns % width;
+        if (tiled == columns || slack) {
+            const auto tile_at = [&](std::size_t t) {
+                const Real* sources[width];
+                for (std::size_t c = 0; c < width; ++c)
+                    sources[c] = t + c < columns ? column(t + c) : nullptr;
+                scatter_tiles(rows + t, columns, whole, sources);
+            };
+            if (tiled != columns) tile_at(tiled);
+            for (std::size_t t = 0; t < tiled; t += width) tile_at(t);
+        } else {
+            scatter_staged(rows, columns, whole, column);
+        }
+        const Real* sources[scatter_chunk] = {};
+        for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
+        for (std::size_t l = whole; l < count; ++l) {
+            for (std::size_t c = 0; c < columns; ++c)
+                rows[l * columns + c] = sources[c] == nullptr ? Real(0) : sources[c][l];
+        }
+    }
+
+    /// rows[l * columns + c] = sources[c][l] (0 where sources[c] is null) for l < whole (a
+    /// multiple of the width) and c < width, a width x width tile at a time.
+    static void scatter_tiles(Real* const rows, std::size_t columns, std::size_t whole,
+                              const Real* const (&sources)[width]) {
+        using T = Transpose<Arch, Real>;
+        bool zeros = false;
+        for (std::size_t c = 0; c < width; ++c) zeros = zeros || sources[c] == nullptr;
+        for (std::size_t l0 = 0; l0 < whole; l0 += width) {
+            V v[width];
+            if (zeros) {
+                for (std::size_t c = 0; c < width; ++c)
+                    v[c] = sources[c] == nullptr ? V(Real(0)) : V::load_aligned(sources[c] + l0);
+            } else {
+                for (std::size_t c = 0; c < width; ++c) v[c] = V::load_aligned(sources[c] + l0);
+            }
+            T::transpose(v);
+            Real* const tile = rows + l0 * columns;
+            for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns);
+        }
+    }
+
+    /// scatter_rows() without room past the end: each tile of `width` points is built in a
+    /// local buffer (with the spilling last tile of columns) and copied to rows.
+    template <class Column>
+    static void scatter_staged(Real* const rows, std::size_t columns, std::size_t whole, Column column) {
         using T = Transpose<Arch, Real>;
         const Real* sources[scatter_chunk + width] = {};
         for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
-        const std::size_t whole = count - count % width;
         const std::size_t tiled = columns - columns % width;
-        const bool aligned = reinterpret_cast<std::uintptr_t>(results) % (width * sizeof(Real)) == 0;
-        // In place: whole vectors per row, and (streaming) aligned for non-temporal stores.
-        const bool in_place = tiled == columns && (!stream || aligned);
         alignas(64) Real staging[(scatter_chunk + 1) * width];
-        Real* const rows = results + first * columns;
-        const auto store_tile = [&](Real* tile, std::size_t t) {
+        const auto store_tile = [&](std::size_t t, std::size_t l0) {
             V v[width];
             for (std::size_t c = 0; c < width; ++c) {
                 const Real* src = sources[t + c];
-                v[c] = src == nullptr ? V(Real(0)) : V::load_aligned(src + 0);
+                v[c] = src == nullptr ? V(Real(0)) : V::load_aligned(src + l0);
             }
             T::transpose(v);
-            if (in_place && stream && aligned) {
-                for (std::size_t l = 0; l < width; ++l) T::stream(tile + l * columns + t, v[l]);
-            } else {
-                for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(tile + l * columns + t);
-            }
+            for (std::size_t l = 0; l < width; ++l) v[l].store_unaligned(staging + l * columns + t);
         };
         for (std::size_t l0 = 0; l0 < whole; l0 += width) {
-            for (std::size_t c = 0; c < columns; ++c) {
-                if (sources[c] != nullptr) sources[c] += l0 == 0 ? 0 : width;
-            }
+            store_tile(tiled, l0);
+            for (std::size_t t = 0; t < tiled; t += width) store_tile(t, l0);
             Real* const destination = rows + l0 * columns;
-            Real* const tile = in_place ? destination : staging;
-            if (!in_place) store_tile(tile, tiled);
-            for (std::size_t t = 0; t < tiled; t += width) store_tile(tile, t);
-            if (in_place) continue;
-            if (stream) {
-                T::copy_streaming(destination, staging, width * columns);
-            } else {
-                std::size_t i = 0;
-                for (; i + width <= width * columns; i += width) V::load_aligned(staging + i).store_unaligned(destination + i);
-                for (; i < width * columns; ++i) destination[i] = staging[i];
-            }
-        }
-        for (std::size_t c = 0; c < columns; ++c) sources[c] = column(c);
-        for (std::size_t l = whole; l < count; ++l) {
-            for (std::size_t c = 0; c < columns; ++c) rows[l * columns + c] = sources[c] == nullptr ? Real(0) : sources[c][l];
+            std::size_t i = 0;
+            for (; i + width <= width * columns; i += width)
+                V::load_aligned(staging + i).store_unaligned(destination + i);
+            for (; i < width * columns; ++i) destination[i] = staging[i];
         }
     }
 
     /// scatter() for wider rows, in chunks of columns, row by row.
     template <class Column>
-    static void scatter_wide(Real* results, std::size_t columns, std::size_t first, std::size_t count,
-                             Column column) {
+    static void scatter_wide(Real* const rows, std::size_t columns, std::size_t count, Column column) {
         using T = Transpose<Arch, Real>;
         const Real* sources[scatter_chunk];
         const std::size_t whole = count - count % width;
-        Real* const rows = results + first * columns;
         for (std::size_t c0 = 0; c0 < columns; c0 += scatter_chunk) {
             const std::size_t c1 = std::min(columns, c0 + scatter_chunk);
             const std::size_t tiled = c1 - (c1 - c0) % width;
@@ -436,7 +439,8 @@ template <class Arch, class Real> struct Kernel {
                 }
                 for (std::size_t c = tiled; c < c1; ++c) {
                     const Real* src = sources[c - c0];
-                    for (std::size_t l = 0; l < width; ++l) tile[l * columns + c] = src == nullptr ? Real(0) : src[l0 + l];
+                    for (std::size_t l = 0; l < width; ++l)
+                        tile[l * columns + c] = src == nullptr ? Real(0) : src[l0 + l];
                 }
             }
             for (std::size_t l = whole; l < count; ++l) {
@@ -488,19 +492,24 @@ template <class Arch, class Real> struct Kernel {
         }
         gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes, batch.points);
         if (request.params_per_point)
-            gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count, lanes,
-                   batch.points);
+            gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count,
+                   lanes, batch.points);
 
-        Prefetch prefetch = prefetch_next(plan, request, state);
+        // One issue() per program entry (per instruction in the tangent and hvp sweeps).
+        std::size_t issues =
+            hvp ? plan.compute_slots.size() + plan.reverse_steps.size() : state.program.value_count;
+        if (request.mode == Mode::tangent) issues += plan.tangent_steps.size();
+        if (request.mode == Mode::reverse) issues += state.program.adjoint_count;
+        Background<Arch, Real> background(prefetch_next(plan, request, state), state.pending, issues);
         if (hvp) {
-            run_hvp(tape, plan, request, state, first, count, prefetch);
+            run_hvp(tape, plan, request, state, first, count, background);
             return;
         }
-        run_program(state.program.values, state.program.value_count, lanes, 1, prefetch);
+        run_program(state.program.values, state.program.value_count, lanes, 1, background);
 
         switch (request.mode) {
             case Mode::forward: {
-                scatter(request.results, m, first, count, request.stream_results,
+                deliver(request, state, m, first, count,
                         [&](std::size_t k) { return values.at(tape.outputs()[k]); });
                 break;
             }
@@ -508,9 +517,9 @@ template <class Arch, class Real> struct Kernel {
                 const Rows tangents{after_values, request.rows, lanes};
                 if (request.seeds != nullptr)
                     gather(tangents.at(0, 0), lanes, request.seeds, n, first, count, lanes, batch.points);
-                tangent_sweep(tape, plan, values, tangents, prefetch);
+                tangent_sweep(tape, plan, values, tangents, background);
                 const std::size_t rows = request.rows;
-                scatter(request.results, m * rows, first, count, request.stream_results, [&](std::size_t column) -> const Real* {
+                deliver(request, state, m * rows, first, count, [&](std::size_t column) -> const Real* {
                     const std::uint32_t slot = tape.outputs()[column / rows];
                     return plan.active[slot] ? tangents.at(slot, column % rows) : nullptr;
                 });
@@ -520,8 +529,8 @@ template <class Arch, class Real> struct Kernel {
                 const std::size_t rows = request.rows;
                 const Rows adjoints{after_values, rows, lanes, plan.adjoint_row.data()};
                 seed_outputs(tape, plan, request, adjoints, first, count);
-                run_program(state.program.adjoints, state.program.adjoint_count, lanes, rows, prefetch);
-                scatter(request.results, rows * n, first, count, request.stream_results, [&](std::size_t column) -> const Real* {
+                run_program(state.program.adjoints, state.program.adjoint_count, lanes, rows, background);
+                deliver(request, state, rows * n, first, count, [&](std::size_t column) -> const Real* {
                     const std::uint32_t input = static_cast<std::uint32_t>(column % n);
                     return plan.input_reached[input] ? adjoints.at(input, column / n) : nullptr;
                 });
@@ -548,16 +557,17 @@ template <class Arch, class Real> struct Kernel {
         P::build_adjoints(tape, plan, values, adjoints, zeros, rows, lanes, state.program);
     }
 
-    static void run_program(const Entry<Real>* entries, std::size_t count, std::size_t lanes, std::size_t rows,
-                            Prefetch& prefetch) {
+    static void run_program(const Entry<Real>* entries, std::size_t count, std::size_t lanes,
+                            std::size_t rows, Background<Arch, Real>& background) {
         for (const Entry<Real>* e = entries; e != entries + count; ++e) {
-            prefetch.issue();
+            background.issue();
             e->run(*e, lanes, rows);
         }
     }
 
-    /// The next block's inputs, per-point parameters and results, spread over this block's sweeps.
-    static Prefetch prefetch_next(const Plan& plan, const Request<Real>& request, const BlockState<Real>& state) {
+    /// The next block's inputs, per-point parameters and (unless streamed) results.
+    static Prefetch prefetch_next(const Plan& plan, const Request<Real>& request,
+                                  const BlockState<Real>& state) {
         Prefetch prefetch;
         const std::size_t first = state.next_first;
         const std::size_t count = state.next_count;
@@ -566,14 +576,19 @@ template <class Arch, class Real> struct Kernel {
         const std::size_t n = plan.inputs;
         const std::size_t p = plan.params;
         prefetch.add(batch.inputs.data() + first * n, count * n * sizeof(Real), false);
-        if (request.params_per_point) prefetch.add(batch.params.data() + first * p, count * p * sizeof(Real), false);
+        if (request.params_per_point)
+            prefetch.add(batch.params.data() + first * p, count * p * sizeof(Real), false);
         const std::size_t columns = result_columns(plan, request);
-        std::size_t steps = plan.compute_slots.size();
-        if (request.mode == Mode::tangent) steps += plan.tangent_steps.size();
-        if (request.mode == Mode::reverse || request.mode == Mode::hvp) steps += plan.reverse_steps.size();
-        if (!request.stream_results)
-            prefetch.add(request.results + first * columns, count * columns * sizeof(Real), true);
-        prefetch.spread_over(steps);
+        Real* const destination = request.results + first * columns;
+        const std::size_t reals = count * columns;
+        if (!request.stream_results) {
+            prefetch.add(destination, reals * sizeof(Real), true);
+        } else {
+            // The partial lines at either end, which take plain stores (ResultStream::begin).
+            using S = ResultStream<Arch, Real>;
+            if (S::head(destination, reals) != 0) prefetch.add(destination, 1, true);
+            if (S::body_end(destination, reals) != reals) prefetch.add(destination + reals - 1, 1, true);
+        }
         return prefetch;
     }
 
@@ -604,7 +619,8 @@ template <class Arch, class Real> struct Kernel {
     }
 
     static void run_hvp(const Tape& tape, const Plan& plan, const Request<Real>& request,
-                        BlockState<Real>& state, std::size_t first, std::size_t count, Prefetch& prefetch) {
+                        BlockState<Real>& state, std::size_t first, std::size_t count,
+                        Background<Arch, Real>& background) {
         const std::size_t lanes = state.lanes;
         const std::size_t slots = plan.slots;
         const std::size_t n = plan.inputs;
@@ -612,8 +628,9 @@ template <class Arch, class Real> struct Kernel {
         Real* base = state.scratch;
         const DualValues values{{base, lanes}, {base + slots * lanes, lanes}};
         const DualRows adjoints{{{base + 2 * slots * lanes, lanes}, {base + 3 * slots * lanes, lanes}}};
-        gather(values.tangent.at(0), lanes, request.directions, n, first, count, lanes, request.batch->points);
-        evaluate<DM, D>(tape, plan, values, lanes, prefetch);
+        gather(values.tangent.at(0), lanes, request.directions, n, first, count, lanes,
+               request.batch->points);
+        evaluate<DM, D>(tape, plan, values, lanes, background);
         for (std::size_t k = 0; k < m; ++k) {
             const std::uint32_t slot = tape.outputs()[k];
             Real* value = adjoints.values.value.at(slot);
@@ -625,14 +642,14 @@ template <class Arch, class Real> struct Kernel {
                 if (plan.seed_first[k]) tangent[l] = Real(0);
             }
         }
-        reverse_sweep<DM, D>(tape, plan, values, adjoints, 1, lanes, prefetch);
-        scatter(request.results, n, first, count, request.stream_results, [&](std::size_t i) -> const Real* {
+        reverse_sweep<DM, D>(tape, plan, values, adjoints, 1, lanes, background);
+        deliver(request, state, n, first, count, [&](std::size_t i) -> const Real* {
             return plan.input_reached[i] ? adjoints.values.tangent.at(static_cast<std::uint32_t>(i))
                                          : nullptr;
         });
     }
 
-    static KernelSet<Real> kernels() { return {width, &run_block}; }
+    static KernelSet<Real> kernels() { return {width, &run_block, &finish}; }
 };
 
 }  // namespace tapevm::cpu::detail

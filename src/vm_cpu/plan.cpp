@@ -63,6 +63,135 @@ std::uint32_t assign_rows(const std::vector<std::uint32_t>& first, const std::ve
     return count;
 }
 
+/// Per slot, the indices of the steps (in `steps`) that write its adjoint, ascending, each
+/// step once however many of its operands name the slot.
+std::vector<std::vector<std::uint32_t>> adjoint_writers(const Tape& tape, const std::vector<Step>& steps) {
+    const auto instructions = tape.instructions();
+    std::vector<std::vector<std::uint32_t>> writers(tape.slot_count());
+    for (std::uint32_t i = 0; i < steps.size(); ++i) {
+        const Instruction& ins = instructions[steps[i].slot];
+        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            if (!(steps[i].active & (1u << k))) continue;
+            std::vector<std::uint32_t>& list = writers[operands[k]];
+            if (list.empty() || list.back() != i) list.push_back(i);
+        }
+    }
+    return writers;
+}
+
+/// `steps` (in reverse tape order) reordered so that the step of a slot whose adjoint one
+/// step alone writes comes right after that step, where moving it up passes no step that
+/// writes an adjoint it writes too; chains of such steps move along. Every adjoint then
+/// receives the same contributions in the same order, each computed from the same final
+/// seed (all writers of a step's adjoint still run before it), so results are unchanged,
+/// and a step and its operand's step sit next to each other for the fused adjoint entries
+/// (program_sweeps.hpp).
+std::vector<Step> hoist_private_steps(const Tape& tape, const std::vector<Step>& steps) {
+    const auto instructions = tape.instructions();
+    const auto count = static_cast<std::uint32_t>(steps.size());
+    const std::vector<std::vector<std::uint32_t>> writers = adjoint_writers(tape, steps);
+    std::vector<std::uint32_t> index_of(tape.slot_count(), none);
+    for (std::uint32_t i = 0; i < count; ++i) index_of[steps[i].slot] = i;
+    std::vector<std::uint8_t> placed(count, 0);
+    // Whether a step not yet placed before step `limit` (other than it) writes slot's adjoint.
+    const auto written_before = [&](std::uint32_t slot, std::uint32_t limit) {
+        for (const std::uint32_t w : writers[slot]) {
+            if (w >= limit) break;
+            if (!placed[w]) return true;
+        }
+        return false;
+    };
+    // The step that can follow step i: that of its first operand (in operand order) whose
+    // adjoint only step i writes, if it can move up; none otherwise.
+    const auto follower = [&](std::uint32_t i) {
+        const Instruction& ins = instructions[steps[i].slot];
+        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            if (!(steps[i].active & (1u << k))) continue;
+            const std::uint32_t j = index_of[operands[k]];
+            if (j == none || placed[j] || writers[operands[k]].size() != 1) continue;
+            const Instruction& moved = instructions[steps[j].slot];
+            const std::uint32_t written[3] = {moved.a, moved.b, moved.c};
+            bool blocked = false;
+            for (std::uint32_t q = 0; q < arity(moved.op) && !blocked; ++q)
+                blocked = (steps[j].active & (1u << q)) && written_before(written[q], j);
+            if (!blocked) return j;
+        }
+        return none;
+    };
+    std::vector<Step> order;
+    order.reserve(count);
+    for (std::uint32_t i = 0; i < count; ++i) {
+        for (std::uint32_t j = i; j != none && !placed[j]; j = follower(j)) {
+            placed[j] = 1;
+            order.push_back(steps[j]);
+        }
+    }
+    return order;
+}
+
+/// Fills home (Plan::adjoint_home) and the steps' alias bits: an operand whose adjoint a
+/// step writes first, through a partial identically 1, and which is not an input, lives in
+/// the storage of that step's slot (its adjoint is a copy of the seed there), unless a
+/// write to that storage could then change a value one of its slots still needs. A storage
+/// holds the adjoints of several slots at once only while none of them is written: at each
+/// step the slots whose adjoint lives in a storage and whose step is still to come (live)
+/// are known, and a new one joins only if neither it nor any of those is written from this
+/// step until the earlier of their steps.
+void share_adjoint_storage(const Tape& tape, std::vector<Step>& steps, std::vector<std::uint32_t>& home) {
+    const auto instructions = tape.instructions();
+    const std::uint32_t slots = tape.slot_count();
+    const std::vector<std::vector<std::uint32_t>> writers = adjoint_writers(tape, steps);
+    std::vector<std::uint32_t> step_of(slots, none);
+    for (std::uint32_t i = 0; i < steps.size(); ++i) step_of[steps[i].slot] = i;
+    // Whether slot's adjoint is written by a step in [from, to).
+    const auto written_in = [&](std::uint32_t slot, std::uint32_t from, std::uint32_t to) {
+        const auto& list = writers[slot];
+        const auto it = std::lower_bound(list.begin(), list.end(), from);
+        return it != list.end() && *it < to;
+    };
+    home.resize(slots);
+    // Per storage (named by its slot), the other slots whose adjoints joined it, some dead.
+    std::vector<std::vector<std::uint32_t>> joined(slots);
+    for (std::uint32_t slot = 0; slot < slots; ++slot) home[slot] = slot;
+    for (std::uint32_t i = 0; i < steps.size(); ++i) {
+        Step& step = steps[i];
+        const Instruction& ins = instructions[step.slot];
+        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        const std::uint32_t unit = unit_partials(ins.op);
+        const std::uint32_t storage = home[step.slot];
+        std::vector<std::uint32_t>& members = joined[storage];
+        // Live members: joined ones whose step is still to come, and the storage's own slot
+        // (its adjoint was written first there, so it is live until its step).
+        std::erase_if(members, [&](std::uint32_t m) { return step_of[m] <= i; });
+        const std::size_t live_before = members.size();
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            const unsigned bit = 1u << k;
+            if (!(unit & bit) || !(step.active & bit) || !(step.first & bit)) continue;
+            const std::uint32_t slot = operands[k];
+            if (instructions[slot].op == Op::Input) continue;
+            // A second operand naming the slot writes it here.
+            bool repeated = false;
+            for (std::uint32_t q = k + 1; q < arity(ins.op); ++q)
+                repeated = repeated || ((step.active & (1u << q)) && operands[q] == slot);
+            // Members that joined at this step were written here only by joining.
+            bool interferes = false;
+            const auto check = [&](std::uint32_t member, std::uint32_t from) {
+                const std::uint32_t until = std::min(step_of[member], step_of[slot]);
+                interferes = interferes || repeated || written_in(member, from, until) ||
+                             written_in(slot, i + 1, until);
+            };
+            for (std::size_t m = 0; m < members.size(); ++m) check(members[m], m < live_before ? i : i + 1);
+            if (storage != step.slot && step_of[storage] > i) check(storage, i);
+            if (interferes) continue;
+            step.alias = static_cast<std::uint8_t>(step.alias | bit);
+            home[slot] = storage;
+            members.push_back(slot);
+        }
+    }
+}
+
 bool has_partials(Op op) {
     return tapevm::detail::visit_op(op, [](auto tag) {
         constexpr Op o = decltype(tag)::value;
@@ -110,37 +239,35 @@ Plan::Plan(const Tape& tape)
         seed_first[k] = written[slot] ? 0 : 1;
         written[slot] = 1;
     }
+    std::vector<Step> steps;
     for (auto it = tangent_steps.rbegin(); it != tangent_steps.rend(); ++it) {
         if (!written[it->slot]) continue;
-        Step step = *it;
+        const Instruction& ins = instructions[it->slot];
+        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            if (it->active & (1u << k)) written[operands[k]] = 1;
+        }
+        steps.push_back(*it);
+    }
+    for (std::uint32_t i = 0; i < inputs; ++i) input_reached[i] = written[i];
+    reverse_steps = hoist_private_steps(tape, steps);
+
+    // First writes, in the order the steps run (each adjoint's writes keep their order, so
+    // these are the same writes as in reverse tape order).
+    written.assign(slots, 0);
+    for (const std::uint32_t slot : tape.outputs()) written[slot] = 1;
+    for (Step& step : reverse_steps) {
         const Instruction& ins = instructions[step.slot];
         const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
+        step.first = 0;
         for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
             if (!(step.active & (1u << k))) continue;
             if (!written[operands[k]]) step.first = static_cast<std::uint8_t>(step.first | (1u << k));
             written[operands[k]] = 1;
         }
-        reverse_steps.push_back(step);
     }
-    for (std::uint32_t i = 0; i < inputs; ++i) input_reached[i] = written[i];
 
-    adjoint_home.resize(slots);
-    for (std::uint32_t slot = 0; slot < slots; ++slot) adjoint_home[slot] = slot;
-    for (Step& step : reverse_steps) {
-        const Instruction& ins = instructions[step.slot];
-        const std::uint32_t operands[3] = {ins.a, ins.b, ins.c};
-        const std::uint32_t unit = unit_partials(ins.op);
-        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
-            const unsigned bit = 1u << k;
-            if (!(unit & bit) || !(step.active & bit) || !(step.first & bit)) continue;
-            if (instructions[operands[k]].op == Op::Input) continue;
-            // One operand per step: two distinct operands in one storage would see each
-            // other's later contributions.
-            step.alias = static_cast<std::uint8_t>(step.alias | bit);
-            adjoint_home[operands[k]] = adjoint_home[step.slot];
-            break;
-        }
-    }
+    share_adjoint_storage(tape, reverse_steps, adjoint_home);
 
     // Value rows. Positions: 0 .. compute_slots.size() - 1 the value sweep, then one
     // position for everything after it.

@@ -2,8 +2,10 @@
 // once when the Vm is built (plan.cpp) so the sweeps over a block do no analysis:
 //   - which slots are active (depend on an input through ops with non-zero partials): only
 //     they carry tangents and adjoints; every other operand's contribution is exactly 0;
-//   - the tangent steps (forward mode) and the reverse steps (reverse mode, in reverse
-//     order) restricted to active slots, each with the mask of its active operands;
+//   - the tangent steps (forward mode) and the reverse steps (reverse mode) restricted to
+//     active slots, each with the mask of its active operands; the reverse steps run in
+//     reverse tape order except that the step of a slot whose adjoint one step alone writes
+//     follows that step where every adjoint still receives its contributions in order;
 //   - for the reverse sweep, which adjoint writes are the first to their slot (stored, so
 //     the adjoint buffer needs no clearing) and which slots' adjoints are ever written;
 //   - the rows of a block's scratch that hold each slot's value and adjoint: a row is
@@ -27,10 +29,11 @@ struct Step {
     std::uint8_t active = 0;
     std::uint8_t first = 0;
     /// Reverse steps: bit k set when operand k's adjoint is first written here with partial
-    /// identically 1 (Formula<op>::unit_partials: Add, Sub's a, ...) and the operand is not an
-    /// input: its adjoint can then live
-    /// in this slot's adjoint storage (adjoint_home), which nothing reads after this step,
-    /// instead of being copied there. Used by the decoded programs (program_sweeps.hpp).
+    /// identically 1 (Formula<op>::unit_partials: Add, Sub's a, ...), the operand is not an
+    /// input, and its adjoint lives in this slot's adjoint storage (adjoint_home) as a copy
+    /// of the seed instead of being copied there: several operands of a step may, when no
+    /// write to that storage comes while two of its adjoints are live (plan.cpp). Used by the
+    /// decoded programs (program_sweeps.hpp).
     std::uint8_t alias = 0;
 };
 
@@ -50,7 +53,11 @@ struct Plan {
     std::vector<std::uint8_t> active;
     /// Active non-leaf slots in tape order (forward mode).
     std::vector<Step> tangent_steps;
-    /// Active non-leaf slots whose adjoint is ever written, last slot first (reverse mode).
+    /// Active non-leaf slots whose adjoint is ever written (reverse mode): last slot first,
+    /// except that the step of a slot whose adjoint one step alone writes is moved up to
+    /// right after that step where it passes no step writing an adjoint it writes (so each
+    /// adjoint gets the same contributions in the same order, and the two steps can run
+    /// fused). Every step still runs after all steps that write its adjoint.
     std::vector<Step> reverse_steps;
     /// Per output: 1 when seeding it is the first write to its slot's adjoint.
     std::vector<std::uint8_t> seed_first;

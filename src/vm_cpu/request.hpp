@@ -49,6 +49,15 @@ template <class Real> std::size_t result_columns(const Plan& plan, const Request
     return 0;
 }
 
+/// Streamed results of a block not yet written: staging[next, end) goes to destination[next,
+/// end), whole vectors at vector-aligned addresses of destination (background.hpp).
+template <class Real> struct PendingResults {
+    Real* destination = nullptr;
+    const Real* staging = nullptr;
+    std::size_t next = 0;
+    std::size_t end = 0;
+};
+
 /// A participant's state across the blocks it evaluates in one call.
 template <class Real> struct BlockState {
     Real* scratch = nullptr;  // aligned to 64 bytes, scratch_reals() values
@@ -60,6 +69,12 @@ template <class Real> struct BlockState {
     /// the kernels prefetch while they evaluate this one.
     std::size_t next_first = 0;
     std::size_t next_count = 0;
+    /// With Request::stream_results: result_columns() x lanes reals and 64 more (scatter's
+    /// spill past the last row), aligned to 64 bytes,
+    /// where a block's results wait (in the caller's layout) while the next block writes them
+    /// out; `pending` is what is left of that (null and empty otherwise).
+    Real* staging = nullptr;
+    PendingResults<Real> pending;
 };
 
 /// Reals of scratch one block of `lanes` lanes needs for `mode` with `rows` rows: value
@@ -88,6 +103,9 @@ template <class Real> struct KernelSet {
     /// Evaluates points [first, first + count), count <= state.lanes.
     void (*run_block)(const Tape& tape, const Plan& plan, const Request<Real>& request,
                       BlockState<Real>& state, std::size_t first, std::size_t count) = nullptr;
+    /// After a participant's last block: writes its pending results and orders its
+    /// non-temporal stores before the participant reports that it is done.
+    void (*finish)(BlockState<Real>& state) = nullptr;
 };
 
 template <class Real> KernelSet<Real> kernels_sse2();

@@ -87,23 +87,12 @@ template <class Arch, class Real> struct Transpose {
     }
     static void fence() { _mm_sfence(); }
 
-    /// dst[0, count) = src[0, count), the vector-aligned part of dst with non-temporal stores.
-    static void copy_streaming(Real* dst, const Real* src, std::size_t count) {
-        constexpr std::size_t bytes = width * sizeof(Real);
-        std::size_t i = 0;
-        while (i < count && reinterpret_cast<std::uintptr_t>(dst + i) % bytes != 0) {
-            dst[i] = src[i];
-            ++i;
-        }
-        for (; i + width <= count; i += width) stream(dst + i, V::load_unaligned(src + i));
-        for (; i < count; ++i) dst[i] = src[i];
-    }
-
     /// rows[i] lane j becomes rows[j] lane i.
     static void transpose(V (&rows)[width]) {
         for (std::size_t span = 1; span < width; span *= 2) {
             V next[width];
-            for (std::size_t i = 0; i < width / 2; ++i) zip(rows[i], rows[i + width / 2], next[2 * i], next[2 * i + 1]);
+            for (std::size_t i = 0; i < width / 2; ++i)
+                zip(rows[i], rows[i + width / 2], next[2 * i], next[2 * i + 1]);
             for (std::size_t i = 0; i < width; ++i) rows[i] = next[i];
         }
     }

@@ -28,8 +28,8 @@ std::size_t block_lanes_from_environment() {
     char* end = nullptr;
     const unsigned long long lanes = std::strtoull(text, &end, 10);
     if (*end != '\0' || text[0] == '-' || lanes == 0 || lanes > (1u << 16)) {
-        throw Error("TAPEVM_CPU_BLOCK_LANES must be a whole number from 1 to 65536, not '" + std::string(text) +
-                    "'");
+        throw Error("TAPEVM_CPU_BLOCK_LANES must be a whole number from 1 to 65536, not '" +
+                    std::string(text) + "'");
     }
     return static_cast<std::size_t>(lanes);
 }
@@ -67,8 +67,11 @@ struct Engine {
 
     /// Lanes per block: the option, or what keeps a block's scratch (`reals_per_lane`)
     /// within half of L2 and its rows that every step of a sweep may touch
-    /// (`hot_reals_per_lane`: the reverse sweep's adjoint rows) within L1; a multiple of
-    /// `width`, 16..1024 lanes when sized here.
+    /// (`hot_reals_per_lane`: the reverse sweep's adjoint rows) within one and a half times
+    /// L1 (the input adjoints among them, which are the results, are touched by few steps;
+    /// on the AVX-512 machine of bench/RESULTS.md, 1.5 x L1 was 2-6% faster than 1 x L1 on
+    /// every workload but trig16 in float, and 3 x L1 slower); a multiple of `width`,
+    /// 16..1024 lanes when sized here.
     std::size_t lanes_for(std::size_t width, std::size_t reals_per_lane, std::size_t hot_reals_per_lane,
                           std::size_t sizeof_real) const {
         std::size_t lanes = 0;
@@ -78,7 +81,7 @@ struct Engine {
             const std::size_t bytes_per_lane = std::max<std::size_t>(1, reals_per_lane * sizeof_real);
             lanes = l2_bytes / 2 / bytes_per_lane;
             if (hot_reals_per_lane != 0)
-                lanes = std::min(lanes, l1_bytes / (hot_reals_per_lane * sizeof_real));
+                lanes = std::min(lanes, l1_bytes * 3 / 2 / (hot_reals_per_lane * sizeof_real));
             lanes = std::clamp<std::size_t>(lanes, 16, 1024);
             lanes -= lanes % width;
         }
@@ -159,7 +162,10 @@ template <class Real> void participate(void* context) {
     const KernelSet<Real>& kernels = engine.kernels<Real>();
     Scratch<Real> scratch(scratch_reals(engine.plan, request.mode, request.rows, call.lanes));
     std::vector<Entry<Real>> entries(program_entries(engine.plan, request.mode));
-    BlockState<Real> state{scratch.data, call.lanes, false, {}, 0, 0};
+    // Streamed results wait in a staging buffer of a block's results (background.hpp).
+    Scratch<Real> staging(request.stream_results ? result_columns(engine.plan, request) * call.lanes + 64
+                                                 : 0);
+    BlockState<Real> state{scratch.data, call.lanes, false, {}, 0, 0, staging.data, {}};
     state.program.values = entries.data();
     state.program.adjoints = entries.data() + engine.plan.compute_slots.size();
     std::vector<std::size_t> diverged;
@@ -182,6 +188,7 @@ template <class Real> void participate(void* context) {
                          count, diverged);
         }
     }
+    kernels.finish(state);
     if (!diverged.empty()) {
         const std::lock_guard lock(call.mutex);
         call.diverged.insert(call.diverged.end(), diverged.begin(), diverged.end());

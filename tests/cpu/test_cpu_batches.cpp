@@ -57,3 +57,57 @@ TEST_CASE("rosenbrock16 (+, -, * only) is bit for bit the reference, every block
 }
 
 }  // namespace
+
+TEST_CASE("results larger than 4 MiB (staged, then written with non-temporal stores) at any alignment") {
+    // Result arrays above 4 MiB go through a per-participant staging buffer and reach the
+    // caller's array with non-temporal stores of whole cache lines while the next block
+    // computes; the partial lines at either end of a block take plain stores. Rosenbrock's
+    // gradient (16 columns) is exact against the reference; BA's reverse Jacobian (30 columns,
+    // not a multiple of the width) must equal the same VM's on chunks of 1000 points, whose
+    // results are small enough to be written directly.
+    const Tape rosenbrock = tapevm::examples::example_tape("rosenbrock16");
+    const RandomBatch<double> points(rosenbrock, 40009, 5, false);
+    const auto expected = tapevm::reference::Vm(rosenbrock).gradient(points.batch()).values;
+    const Tape ba = tapevm::examples::example_tape("ba");
+    const RandomBatch<double> observations(ba, 20011, 6, true);
+    const std::size_t columns = 2 * ba.input_count();
+    // Buffers with room to place the results at any offset from a 64-byte boundary.
+    std::vector<double> buffer(expected.size() + 16);
+    std::vector<double> ba_buffer(observations.points * columns + 16);
+    const auto at = [](std::vector<double>& v, std::size_t offset) {
+        const auto address = reinterpret_cast<std::uintptr_t>(v.data());
+        return v.data() + (64 - address % 64) % 64 / sizeof(double) + offset;
+    };
+    for (const tapevm::cpu::Isa isa : tapevm::cpu::supported_isas()) {
+        for (const std::size_t lanes : {8, 24, 208}) {
+            CAPTURE(tapevm::cpu::isa_name(isa));
+            CAPTURE(lanes);
+            const tapevm::cpu::Vm vm(rosenbrock, {.threads = 2, .isa = isa, .block_lanes = lanes});
+            const tapevm::cpu::Vm ba_vm(ba, {.threads = 2, .isa = isa, .block_lanes = lanes});
+            std::vector<double> ba_expected;
+            for (std::size_t first = 0; first < observations.points; first += 1000) {
+                const std::size_t count = std::min<std::size_t>(1000, observations.points - first);
+                const tapevm::Batch<double> chunk{
+                    count,
+                    std::span<const double>(observations.inputs)
+                        .subspan(first * ba.input_count(), count * ba.input_count()),
+                    {}};
+                const auto values = ba_vm.jacobian(chunk, tapevm::JacobianMode::reverse).values;
+                ba_expected.insert(ba_expected.end(), values.begin(), values.end());
+            }
+            for (const std::size_t offset : {0, 1, 3, 7}) {
+                CAPTURE(offset);
+                const std::span<double> out(at(buffer, offset), expected.size());
+                std::fill(out.begin(), out.end(), -1.0);
+                vm.gradient(points.batch(), out);
+                CHECK(tapevm::test::first_different_value(std::vector<double>(out.begin(), out.end()),
+                                                          expected) == -1);
+                const std::span<double> ba_out(at(ba_buffer, offset), ba_expected.size());
+                std::fill(ba_out.begin(), ba_out.end(), -1.0);
+                ba_vm.jacobian(observations.batch(), ba_out, tapevm::JacobianMode::reverse);
+                CHECK(tapevm::test::first_different_value(std::vector<double>(ba_out.begin(), ba_out.end()),
+                                                          ba_expected) == -1);
+            }
+        }
+    }
+}

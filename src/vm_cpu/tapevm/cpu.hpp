@@ -40,7 +40,7 @@ struct Options {
     Isa isa = Isa::automatic;
     /// Lanes (points) per block; 0: TAPEVM_CPU_BLOCK_LANES when set (1..65536, else
     /// tapevm::Error), else sized so a block's values and adjoints stay within about half
-    /// of the L2 cache and a reverse sweep's adjoints within the L1 data cache. Rounded up
+    /// of the L2 cache and a reverse sweep's adjoints within 1.5 x the L1 data cache. Rounded up
     /// to a multiple of the SIMD width.
     std::size_t block_lanes = 0;
 };
