@@ -55,13 +55,19 @@ precise float tv_round(float x) {
 // tv_fma: below, with the double-float helpers.
 // a / b. GPUs divide as a * (1 / b) (NVIDIA's float division: within 2.5 ulp), and for
 // |b| > 2^126 the reciprocal is subnormal and flushes to zero: 100 / 3e38 gave 0, inf / 3e38
-// NaN. Scaling both by 1/4 keeps the reciprocal normal and the quotient exact in scale.
+// NaN. Scaling both by 1/4 keeps the reciprocal normal and the quotient exact in scale. One
+// correction step with the exact residual a - q*b (fma) then rounds the quotient almost always
+// correctly: a / |a| is exactly 1, which Hypot's second derivatives rely on (they cancel
+// (a/r)^2 against 1; within 2.5 ulp that left 1e-6 where the answer is 0 on the H100).
 precise float tv_div(float a, float b) {
     if (tv_abs(b) > 8.5070592e37f) {
         a *= 0.25f;
         b *= 0.25f;
     }
-    return a / b;
+    float r = 1.0f / b;
+    float q = a * r;
+    float corrected = fma(fma(-q, b, a), r, q);
+    return tv_isfinite(corrected) && q != 0.0f ? corrected : a / b;
 }
 precise float tv_sqrt(float x) { return x < 0.0f ? tv_nan_f32() : (x == 0.0f ? x : sqrt(x)); }
 

@@ -31,10 +31,11 @@ options:
   --precision NAME  f32 (default) or f64
 )";
 
-constexpr OptionSpec options[] = {{"--glsl", true},      {"--plan", false},   {"--compile", false},
+constexpr OptionSpec options[] = {{"--glsl", true},      {"--plan", false},  {"--compile", false},
                                   {"--precision", true}, {"--device", true}, {"--help", false}};
 
-constexpr std::string_view modes[] = {"forward", "gradient", "jacobian", "jvp", "vjp", "hvp", "value_and_gradient"};
+constexpr std::string_view modes[] = {"forward", "gradient", "jacobian",          "jvp",
+                                      "vjp",     "hvp",      "value_and_gradient"};
 
 std::string milliseconds(double seconds) {
     char text[32];
@@ -42,7 +43,8 @@ std::string milliseconds(double seconds) {
     return text;
 }
 
-template <class Real> void print_compiled_plans(const Tape& tape, const std::string& device, std::ostream& out) {
+template <class Real>
+void print_compiled_plans(const Tape& tape, const std::string& device, std::ostream& out) {
     gpu::Options options;
     options.device = device;
     options.engine = gpu::Engine::compiled;
@@ -56,8 +58,9 @@ template <class Real> void print_compiled_plans(const Tape& tape, const std::str
             out << "interpreter (" << plan.reason << ")\n";
             continue;
         }
-        out << "compiled, " << plan.statements << " statements; generate " << milliseconds(plan.generate_s)
-            << ", glslang " << (plan.spirv_from_cache ? "cached" : milliseconds(plan.glslang_s)) << ", pipeline "
+        out << "compiled, " << plan.statements << " statements, " << plan.library_calls
+            << " math-library calls; generate " << milliseconds(plan.generate_s) << ", glslang "
+            << (plan.spirv_from_cache ? "cached" : milliseconds(plan.glslang_s)) << ", pipeline "
             << milliseconds(plan.pipeline_s) << ", total "
             << milliseconds(plan.generate_s + plan.glslang_s + plan.pipeline_s) << "\n";
     }
@@ -67,10 +70,14 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     const Arguments arguments = parse_arguments("inspect", args, options);
     if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(1, 1, "a tape file: tapevm inspect FILE");
-    const bool double_precision = parse_precision(arguments.value("--precision").value_or("f32")) == Precision::f64;
-    if (arguments.has("--compile") && !arguments.has("--plan")) throw UsageError("inspect: --compile needs --plan");
-    if (arguments.has("--device") && !arguments.has("--compile")) throw UsageError("inspect: --device needs --compile");
-    if (arguments.has("--glsl") && arguments.has("--plan")) throw UsageError("inspect: give --glsl or --plan, not both");
+    const bool double_precision =
+        parse_precision(arguments.value("--precision").value_or("f32")) == Precision::f64;
+    if (arguments.has("--compile") && !arguments.has("--plan"))
+        throw UsageError("inspect: --compile needs --plan");
+    if (arguments.has("--device") && !arguments.has("--compile"))
+        throw UsageError("inspect: --device needs --compile");
+    if (arguments.has("--glsl") && arguments.has("--plan"))
+        throw UsageError("inspect: give --glsl or --plan, not both");
     const Tape tape = read_tape_file(arguments.positional().front());
     if (const auto mode = arguments.value("--glsl")) {
         bool known = false;
@@ -79,7 +86,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             throw UsageError("inspect: unknown mode '" + std::string(*mode) +
                              "' (known: forward, gradient, jacobian, jvp, vjp, hvp, value_and_gradient)");
         if ((*mode == "gradient" || *mode == "value_and_gradient") && tape.output_count() != 1)
-            throw UsageError("inspect: " + std::string(*mode) + " needs a tape with one output; this one has " +
+            throw UsageError("inspect: " + std::string(*mode) +
+                             " needs a tape with one output; this one has " +
                              std::to_string(tape.output_count()));
         out << gpu::generated_glsl(tape, *mode, double_precision);
         return 0;
@@ -87,8 +95,10 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     if (arguments.has("--plan")) {
         if (arguments.has("--compile")) {
             const std::string device(arguments.value("--device").value_or(""));
-            if (double_precision) print_compiled_plans<double>(tape, device, out);
-            else print_compiled_plans<float>(tape, device, out);
+            if (double_precision)
+                print_compiled_plans<double>(tape, device, out);
+            else
+                print_compiled_plans<float>(tape, device, out);
             return 0;
         }
         out << "compiled engine, " << (double_precision ? "f64" : "f32") << ", limit "
@@ -97,7 +107,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
             const gpu::CompilePlan plan = gpu::planned_compile(tape, mode, double_precision);
             out << mode << ": "
-                << (plan.compiled ? "compiled, " + std::to_string(plan.statements) + " statements"
+                << (plan.compiled ? "compiled, " + std::to_string(plan.statements) + " statements, " +
+                                        std::to_string(plan.library_calls) + " math-library calls"
                                   : "interpreter (" + plan.reason + ")")
                 << "\n";
         }
@@ -110,7 +121,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 }  // namespace
 
 Command inspect_command() {
-    return {"inspect", "print a .tape file's counts and instructions, generated GLSL or compile plan", help, run};
+    return {"inspect", "print a .tape file's counts and instructions, generated GLSL or compile plan", help,
+            run};
 }
 
 }  // namespace tapevm::cli

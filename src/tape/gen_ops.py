@@ -207,20 +207,27 @@ def header_op(table):
         "/// Static description of an op: its enum name, the short name used in dumps, its",
         "/// number of slot operands (Powi's exponent is an immediate, not counted), flags, and",
         "/// what its partials read: bits 0-2 operands a, b, c, bit 3 the result (Add: none, Mul: a",
-        "/// and b, Exp: the result), so a backend knows which values the reverse sweep needs.",
+        "/// and b, Exp: the result), so a backend knows which values the reverse sweep needs;",
+        "/// and how many math-library functions (exp, sin, pow, ...: not sqrt, abs, rounding or",
+        "/// select) its value and its partials call, which is what a compiled kernel's size grows",
+        "/// with beyond its statements.",
         "struct OpInfo {",
         "    std::string_view name;",
         "    std::string_view text;",
         "    std::uint32_t arity;",
         "    std::uint32_t flags;",
         "    std::uint32_t partial_reads;",
+        "    std::uint32_t value_calls;",
+        "    std::uint32_t partial_calls;",
         "};",
         "",
         "inline constexpr std::array<OpInfo, op_count> op_infos = {{",
     ]
     for op in ops:
         bits = " | ".join(f"op_flag::{flag}" for flag in sorted(op["flags"])) or "0"
-        lines.append(f"    {{\"{op['name']}\", \"{op['text']}\", {op['arity']}, {bits}, {partial_reads(op)}}},")
+        calls = library_calls(op)
+        lines.append(f"    {{\"{op['name']}\", \"{op['text']}\", {op['arity']}, {bits}, {partial_reads(op)}, "
+                     f"{calls[0]}, {calls[1]}}},")
     lines += [
         "}};",
         "",
@@ -282,6 +289,23 @@ def partial_sibling(ops, op):
         if ast.dump(ast.parse(other["value"], mode="eval").body) == target:
             return other["name"], negated
     return None
+
+
+# Functions the math libraries implement in many instructions (the others are a few: sqrt,
+# abs, sign, rounding, fma, tests and select).
+LIBRARY_CALLS = {"cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+                 "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                 "fmod", "pow", "powi", "hypot"}
+
+
+def library_calls(op):
+    """Calls of LIBRARY_CALLS functions in the value, and in the partials with their lets."""
+    def count(sources):
+        return sum(1 for source in sources for node in ast.walk(ast.parse(source, mode="eval"))
+                   if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                   and node.func.id in LIBRARY_CALLS)
+    value = [op["value"]] if op["value"] else []
+    return count(value), count(list(op["partials"]) + [source for _, source in op["lets"]])
 
 
 def partial_reads(op):

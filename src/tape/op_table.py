@@ -39,7 +39,9 @@
 #     either factor is exactly 0, so a zero partial absorbs an infinite or NaN adjoint and
 #     forward and reverse mode agree.
 #   - Formulas guard overflow where they would square a large operand (atan, asinh, acosh,
-#     atan2, hypot).
+#     atan2, hypot), and avoid subnormal intermediates where the result is normal (log2's
+#     partial is (1/|a|)/ln2: |a|*ln2 is subnormal at the smallest normal a, and devices that
+#     flush subnormals made it inf).
 
 LEAF = "leaf"                # no operands: Input, Const, Param
 COMMUTATIVE = "commutative"  # value and partials symmetric in the first two operands
@@ -105,8 +107,8 @@ OPS = [
     op(18, "Exp2", 1, "exp2(a)", ["r * ln2"]),
     op(19, "Expm1", 1, "expm1(a)", ["r + 1"]),
     op(20, "Ln", 1, "log(a)", ["select(a < 0, nan, 1 / abs(a))"], text="log"),
-    op(21, "Log2", 1, "log2(a)", ["select(a < 0, nan, 1 / (abs(a) * ln2))"]),
-    op(22, "Log10", 1, "log10(a)", ["select(a < 0, nan, 1 / (abs(a) * ln10))"]),
+    op(21, "Log2", 1, "log2(a)", ["select(a < 0, nan, (1 / abs(a)) / ln2)"]),
+    op(22, "Log10", 1, "log10(a)", ["select(a < 0, nan, (1 / abs(a)) / ln10)"]),
     op(23, "Ln1p", 1, "log1p(a)", ["select(a < -1, nan, 1 / (1 + a))"], text="log1p"),
     op(24, "Sin", 1, "sin(a)", ["cos(a)"]),
     op(25, "Cos", 1, "cos(a)", ["-sin(a)"]),

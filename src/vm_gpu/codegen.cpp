@@ -140,7 +140,7 @@ public:
         store_results();
         guards();
         w_.raw("}\n");
-        return {std::move(w_.text()), w_.statements()};
+        return {std::move(w_.text()), w_.statements(), library_calls_};
     }
 
 private:
@@ -212,6 +212,7 @@ private:
                     w_.line("REAL " + trig->sin + ", " + trig->cos + ";");
                     w_.line("tv_sincos(" + value(ins.a) + ", " + trig->sin + ", " + trig->cos + ");");
                     sincos_emitted_[ins.a] = true;
+                    library_calls_ += 2;
                 }
                 const bool is_sin = ins.op == Op::Sin;
                 if (!dual()) {
@@ -223,6 +224,7 @@ private:
                 }
                 continue;
             }
+            library_calls_ += (dual() ? 2 : 1) * info(ins.op).value_calls;
             if (!dual()) {
                 w_.line("REAL " + v + " = " +
                         (arity(ins.op) == 0 ? leaf(ins)
@@ -295,6 +297,7 @@ private:
             outs += ", " + p + std::to_string(k);
         }
         w_.line(declared + ";");
+        library_calls_ += info(ins.op).partial_calls;
         w_.line("tv_partials_" + op_name(ins.op) + "(" + arguments(ins) + ", v" + std::to_string(s) + outs +
                 ");");
     }
@@ -449,6 +452,7 @@ private:
                         ";");
             } else {
                 w_.line("Dual " + q + "0, " + q + "1, " + q + "2;");
+                library_calls_ += 2 * info(ins.op).partial_calls;
                 w_.line("td_partials_" + op_name(ins.op) + "(" + dual_operands(ins) + ", " + var("v", s) +
                         ", " + q + "0, " + q + "1, " + q + "2);");
             }
@@ -538,6 +542,7 @@ private:
     std::uint32_t slots_;
     std::vector<bool> depends_, live_;
     std::map<std::pair<Op, std::uint32_t>, std::uint32_t> unary_;  // (op, operand) -> a live slot
+    std::size_t library_calls_ = 0;                                // GeneratedKernel::library_calls
     std::vector<bool> sincos_emitted_;  // per operand slot: its tv_sincos is emitted
     bool stage_inputs_ = false, stage_results_ = false;
     std::vector<std::string> results_;  // the result row's expressions, in order

@@ -53,6 +53,10 @@ struct GeneratedKernel {
     std::string glsl;
     /// Statements in main(): what the size limit counts (compile time and registers grow with it).
     std::size_t statements = 0;
+    /// Math-library functions main() calls (OpInfo::value_calls and partial_calls of what it
+    /// evaluates; twice that in duals): each is many instructions once inlined, which a CPU
+    /// device's compiler pays for (statement_limit).
+    std::size_t library_calls = 0;
 };
 
 /// The GLSL of `spec` for `tape`. `spec.kernel` is forward, reverse, tangent or hvp.

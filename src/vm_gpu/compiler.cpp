@@ -71,6 +71,19 @@ std::size_t statement_limit(std::string_view device_type) {
     return device_type == "cpu" ? 2500 : 20000;
 }
 
+std::string over_limit(const GeneratedKernel& kernel, std::string_view device_type, bool double_precision) {
+    const std::size_t limit = statement_limit(device_type);
+    const bool cpu = device_type == "cpu";
+    const std::size_t call_weight = !cpu ? 0 : (double_precision ? 150 : 25);
+    const std::size_t size = kernel.statements + kernel.library_calls * call_weight;
+    if (size <= limit) return {};
+    std::string reason = std::to_string(kernel.statements) + " statements";
+    if (call_weight != 0)
+        reason += " and " + std::to_string(kernel.library_calls) + " math-library calls (size " +
+                  std::to_string(size) + " on a CPU device)";
+    return reason + ", over the limit of " + std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
+}
+
 void clear_spirv_memory_cache() {
     MemoryCache& cache = memory_cache();
     const std::lock_guard lock(cache.mutex);
@@ -125,11 +138,9 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
     const GeneratedKernel kernel = generate_glsl(tape_, spec);
     report.generate_s = seconds_since(start);
     report.statements = kernel.statements;
-    const std::size_t limit = statement_limit(device_.info().type);
-    if (kernel.statements > limit) {
-        report.reason = std::to_string(kernel.statements) + " statements, over the limit of " +
-                        std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
-    } else {
+    report.library_calls = kernel.library_calls;
+    report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
+    if (report.reason.empty()) {
         const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
         const auto pipeline_start = Clock::now();
         entry->pipeline = &device_.kernels().compiled_pipeline(

@@ -204,12 +204,11 @@ std::string generated_glsl(const Tape& tape, std::string_view mode, bool double_
 
 CompilePlan planned_compile(const Tape& tape, std::string_view mode, bool double_precision) {
     CompilePlan result;
-    result.statements = detail::generate_glsl(tape, spec_of_mode(tape, mode, double_precision)).statements;
-    const std::size_t limit = detail::statement_limit("discrete");
-    result.compiled = result.statements <= limit;
-    if (!result.compiled)
-        result.reason = std::to_string(result.statements) + " statements, over the limit of " +
-                        std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
+    const auto kernel = detail::generate_glsl(tape, spec_of_mode(tape, mode, double_precision));
+    result.statements = kernel.statements;
+    result.library_calls = kernel.library_calls;
+    result.reason = detail::over_limit(kernel, "discrete", double_precision);
+    result.compiled = result.reason.empty();
     return result;
 }
 
@@ -218,7 +217,9 @@ template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const 
     CompilePlan result;
     if (!impl_->compiled) {
         result.reason = "the interpreter engine";
-        result.statements = detail::generate_glsl(impl_->tape, spec).statements;
+        const auto kernel = detail::generate_glsl(impl_->tape, spec);
+        result.statements = kernel.statements;
+        result.library_calls = kernel.library_calls;
         return result;
     }
     const std::lock_guard lock(impl_->device->mutex());
@@ -227,6 +228,7 @@ template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const 
     result.compiled = report.compiled;
     result.reason = report.reason;
     result.statements = report.statements;
+    result.library_calls = report.library_calls;
     result.spirv_from_cache = report.spirv_from_cache;
     result.generate_s = report.generate_s;
     result.glslang_s = report.glslang_s;

@@ -65,15 +65,17 @@ void check_every_mode(const gpu::Vm& vm, std::size_t points, bool shared_params,
             ref.hvp(batch, std::span<const Real>(cotangents), std::span<const Real>(tangents)), "hvp", n);
     check_validation_clean();
     // With the compiled engine, every mode above ran a compiled kernel, or the interpreter for a
-    // kernel over the statement limit (2,500 on CPU devices, 20,000 on GPUs), and said why.
+    // kernel over the size limit (2,500 on CPU devices, where a math-library call counts as up
+    // to 150 statements; 20,000 statements on GPUs), and said why.
     if (vm.engine() == gpu::Engine::compiled) {
         for (const char* mode : {"forward", "gradient", "jacobian", "jvp", "vjp", "hvp"}) {
             if (std::string_view(mode) == "gradient" && m != 1) continue;
             CAPTURE(mode);
-            // Compiled, unless over the statement limit (the 10,000-instruction tape's derivatives).
+            // Compiled, unless over the size limit (the 10,000-instruction tape's derivatives;
+            // trig16 in double on lavapipe).
             const gpu::CompilePlan plan = vm.compile_plan<Real>(mode);
             if (!plan.compiled) CHECK(plan.reason.find("over the limit") != std::string::npos);
-            CHECK((plan.compiled || plan.statements > 2500));
+            CHECK((plan.compiled || plan.statements + 150 * plan.library_calls > 2500));
         }
     }
 }

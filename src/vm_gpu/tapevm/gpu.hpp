@@ -83,6 +83,7 @@ struct CompilePlan {
     bool compiled = false;
     std::string reason;             // why the interpreter runs it (empty when compiled)
     std::size_t statements = 0;     // statements of the generated kernel
+    std::size_t library_calls = 0;  // math-library calls in it (exp, sin, pow, ...)
     bool spirv_from_cache = false;  // SPIR-V from memory or the disk cache instead of glslang
     double generate_s = 0;          // generating the GLSL
     double glslang_s = 0;           // GLSL to SPIR-V
@@ -95,14 +96,14 @@ std::string generated_glsl(const Tape& tape, std::string_view mode, bool double_
 
 /// What Engine::compiled would run for `tape` in `mode` on a GPU: the compiled kernel, or the
 /// interpreter when the kernel is over the size limit (the reason says so). Compiles nothing
-/// and needs no device; only `compiled`, `reason` and `statements` are set.
+/// and needs no device; only `compiled`, `reason`, `statements` and `library_calls` are set.
 CompilePlan planned_compile(const Tape& tape, std::string_view mode, bool double_precision);
 
 struct Options {
     /// "" = TAPEVM_DEVICE, else the first discrete GPU, else any; an index or a name substring.
     std::string device;
-    /// Points per chunk; 0 = from the device's limits (2^20 on GPUs, a cache-sized working set on CPU devices). Rounded
-    /// up to a multiple of the workgroup size (64).
+    /// Points per chunk; 0 = from the device's limits (2^20 on GPUs, a cache-sized working set on CPU
+    /// devices). Rounded up to a multiple of the workgroup size (64).
     std::size_t chunk_points = 0;
     /// Enable VK_LAYER_KHRONOS_validation when installed (also TAPEVM_VULKAN_VALIDATION=1).
     bool validation = false;
