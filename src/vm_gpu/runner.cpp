@@ -165,9 +165,8 @@ Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t req
                const Tuning& tuning)
     : device_(std::move(device)), tape_(tape),
       requested_chunk_points_(requested_chunk_points != 0 ? requested_chunk_points : tuning.chunk_points),
-      interpreter_(interpreter_for(tuning.interpreter, device_->info().type)),
-      local_home_limit_(tuning.local_homes), compact_forward_(compact_program(tape, false)),
-      compact_reverse_(compact_program(tape, true)) {
+      interpreter_(tuning.interpreter), local_home_limit_(tuning.local_homes),
+      compact_forward_(compact_program(tape, false)), compact_reverse_(compact_program(tape, true)) {
     const auto& vk_device = device_->device();
     try {
         command_pool_ = vk::raii::CommandPool(

@@ -24,11 +24,6 @@ std::size_t whole_number(const char* name, std::size_t fallback, std::size_t low
 
 }  // namespace
 
-Interpreter interpreter_for(Interpreter chosen, std::string_view device_type) {
-    if (chosen != Interpreter::automatic) return chosen;
-    return device_type == "cpu" ? Interpreter::compact : Interpreter::local;
-}
-
 Tuning read_tuning() {
     Tuning tuning;
     if (const char* text = std::getenv("TAPEVM_GPU_INTERPRETER"); text != nullptr && *text != '\0') {

@@ -1,11 +1,9 @@
 // Tuning knobs of the GPU VM, read once from the environment (like TAPEVM_CPU_ISA and
 // TAPEVM_CPU_BLOCK_LANES on the CPU): for measuring variants side by side, not for users.
 //   TAPEVM_GPU_INTERPRETER=compact|local|slots
-//                                         the forward and reverse kernels (default: local on
-//                                         GPUs, compact on CPU devices such as lavapipe, where
-//                                         local's large arrays compile and run slowly; compact:
-//                                         the compact program, values and adjoints in reused
-//                                         homes of the work buffer, compact.hpp; local: the same
+//                                         the forward and reverse kernels (default compact: the
+//                                         compact program, values and adjoints in reused homes
+//                                         of the work buffer, compact.hpp; local: the same
 //                                         program with the homes in per-invocation local memory,
 //                                         for calls needing at most TAPEVM_GPU_LOCAL_HOMES homes
 //                                         per point and one dispatch per chunk, compact for the
@@ -26,21 +24,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string_view>
 
 namespace tapevm::gpu::detail {
 
-/// Which kernels run forward and reverse calls (TAPEVM_GPU_INTERPRETER). automatic: local on
-/// GPUs, compact on CPU devices (interpreter_for).
-enum class Interpreter { automatic, compact, local, slots };
-
-/// The interpreter `chosen` means on a device of `device_type` (DeviceInfo::type). On the H100
-/// (f32, 2^22 points) local ran BA's Jacobian at 0.955 ns/point against compact's 1.05,
-/// rosenbrock16's gradient 0.79 against 1.02, trig16's 1.19 against 1.50 (bench/RESULTS.md).
-Interpreter interpreter_for(Interpreter chosen, std::string_view device_type);
+/// Which kernels run forward and reverse calls (TAPEVM_GPU_INTERPRETER).
+enum class Interpreter { compact, local, slots };
 
 struct Tuning {
-    Interpreter interpreter = Interpreter::automatic;
+    Interpreter interpreter = Interpreter::compact;
     std::uint32_t local_homes = 512;
     std::uint32_t workgroup_size = 64;
     std::size_t chunk_points = 0;
