@@ -229,13 +229,10 @@ TEST_CASE("on CPU devices math-library calls count toward the size limit, more i
     // sin's and cos's come from the tv_sincos); in hvp's duals tanh and exp count twice.
     CHECK(gpu::planned_compile(tape, "gradient", true).library_calls == 64);
     CHECK(gpu::planned_compile(tape, "hvp", true).library_calls == 96);
-    const auto kernel = [&](bool double_precision) {
-        gpu::detail::GeneratedKernel generated;
-        generated.statements = f32.statements;
-        generated.library_calls = f32.library_calls;
-        return std::pair(generated, double_precision);
-    };
-    for (const auto& [generated, double_precision] : {kernel(false), kernel(true)}) {
+    gpu::detail::GeneratedKernel generated;
+    generated.statements = f32.statements;
+    generated.library_calls = f32.library_calls;
+    for (const bool double_precision : {false, true}) {
         CAPTURE(double_precision);
         // GPUs count statements only; CPU devices 25 (float) or 150 (double) per call.
         CHECK(gpu::detail::over_limit(generated, "discrete", double_precision).empty());
