@@ -101,8 +101,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
                 print_compiled_plans<float>(tape, device, out);
             return 0;
         }
-        out << "compiled engine, " << (double_precision ? "f64" : "f32") << ", limit "
-            << "TAPEVM_GPU_COMPILE_LIMIT statements per kernel:\n";
+        out << "compiled engine on a GPU, " << (double_precision ? "f64" : "f32")
+            << " (a kernel over TAPEVM_GPU_COMPILE_LIMIT statements, default 20000, runs the interpreter):\n";
         for (const std::string_view mode : modes) {
             if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
             const gpu::CompilePlan plan = gpu::planned_compile(tape, mode, double_precision);

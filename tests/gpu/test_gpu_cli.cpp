@@ -43,6 +43,29 @@ TEST_CASE("tapevm devices lists the devices and the one the GPU backend uses") {
     CHECK(run_cli({"devices", "extra"}).status == 2);
 }
 
+TEST_CASE("tapevm inspect --plan says per mode what the compiled engine runs, --glsl prints it") {
+    const auto directory =
+        std::filesystem::temp_directory_path() / ("tapevm_gpu_cli_plan_" + std::to_string(getpid()));
+    std::filesystem::create_directories(directory);
+    const std::string tape_path = (directory / "t.tape").string();
+    save_file(examples::example_tape("trig16"), tape_path);
+    const Run plan = run_cli({"inspect", tape_path, "--plan"});
+    INFO(plan.out << plan.err);
+    CHECK(plan.status == 0);
+    CHECK(plan.out.find("default 20000") != std::string::npos);
+    // trig16's forward kernel: 64 math-library calls (sin and cos in 16 tv_sincos, exp, tanh).
+    CHECK(plan.out.find("\nforward: compiled, ") != std::string::npos);
+    CHECK(plan.out.find("statements, 64 math-library calls\n") != std::string::npos);
+    for (const char* mode : {"gradient", "jacobian", "jvp", "vjp", "hvp", "value_and_gradient"})
+        CHECK(plan.out.find(std::string("\n") + mode + ": compiled, ") != std::string::npos);
+    const Run glsl = run_cli({"inspect", tape_path, "--glsl", "forward"});
+    CHECK(glsl.status == 0);
+    CHECK(glsl.out.find("void main()") != std::string::npos);
+    CHECK(glsl.out.find("tv_sincos(") != std::string::npos);
+    CHECK(run_cli({"inspect", tape_path, "--glsl", "sideways"}).status == 2);
+    std::filesystem::remove_all(directory);
+}
+
 TEST_CASE("tapevm eval --backend gpu gives the reference's results") {
     const auto directory =
         std::filesystem::temp_directory_path() / ("tapevm_gpu_cli_" + std::to_string(getpid()));
