@@ -84,6 +84,13 @@ std::string over_limit(const GeneratedKernel& kernel, std::string_view device_ty
     return reason + ", over the limit of " + std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
 }
 
+std::string device_refuses(std::string_view device_name) {
+    if (device_name.find("llvmpipe") == std::string_view::npos) return {};
+    const char* perf = std::getenv("GALLIVM_PERF");
+    if (perf != nullptr && std::string_view(perf).find("nopt") != std::string_view::npos) return {};
+    return "lavapipe's LLVM optimiser miscompiles some compiled kernels; GALLIVM_PERF=nopt turns it off";
+}
+
 void clear_spirv_memory_cache() {
     MemoryCache& cache = memory_cache();
     const std::lock_guard lock(cache.mutex);
@@ -139,7 +146,8 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
     report.generate_s = seconds_since(start);
     report.statements = kernel.statements;
     report.library_calls = kernel.library_calls;
-    report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
+    report.reason = device_refuses(device_.info().name);
+    if (report.reason.empty()) report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
     if (report.reason.empty()) {
         const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
         const auto pipeline_start = Clock::now();

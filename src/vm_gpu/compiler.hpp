@@ -42,6 +42,12 @@ std::size_t statement_limit(std::string_view device_type);
 /// statements and no calls, well under a second).
 std::string over_limit(const GeneratedKernel& kernel, std::string_view device_type, bool double_precision);
 
+/// Why no kernel is compiled on the device named `device_name` at all, or "": lavapipe's LLVM
+/// optimiser (Mesa 22.3, LLVM 15) miscompiles some compiled kernels (f32 exp feeding a
+/// logarithm: log1p(exp(x)) gave 5.9e-39 for 1.23; tests/gpu/test_gpu_compiler.cpp), so on
+/// llvmpipe the interpreter runs unless GALLIVM_PERF holds "nopt" (the optimiser off).
+std::string device_refuses(std::string_view device_name);
+
 /// Where a compiled kernel's time went the last time it was built.
 struct CompileReport {
     bool compiled = false;  // false: the interpreter runs this spec

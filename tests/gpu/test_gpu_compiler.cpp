@@ -217,6 +217,33 @@ TEST_CASE("a kernel over the statement limit falls back to the interpreter, visi
     CHECK_THROWS_AS(gpu::planned_compile(tape, "no-such-mode", false), Unsupported);
 }
 
+TEST_CASE("on lavapipe kernels are compiled only with LLVM's optimiser off (GALLIVM_PERF=nopt)") {
+    const std::string lavapipe = "llvmpipe (LLVM 15.0.6, 256 bits)";
+    {
+        const ScopedEnv perf("GALLIVM_PERF", nullptr);
+        CHECK(gpu::detail::device_refuses("NVIDIA H100 80GB HBM3").empty());
+        CHECK(gpu::detail::device_refuses(lavapipe).find("GALLIVM_PERF=nopt") != std::string::npos);
+    }
+    {
+        const ScopedEnv perf("GALLIVM_PERF", "no_filter_hacks");
+        CHECK_FALSE(gpu::detail::device_refuses(lavapipe).empty());
+    }
+    for (const char* value : {"nopt", "no_filter_hacks,nopt"}) {
+        CAPTURE(value);
+        const ScopedEnv perf("GALLIVM_PERF", value);
+        CHECK(gpu::detail::device_refuses(lavapipe).empty());
+    }
+    // On lavapipe without it, the compiled engine runs the interpreter and says why.
+    const gpu::Vm probe(examples::example_tape("rosenbrock16"), engine_options(gpu::Engine::interpreter));
+    if (probe.device().name.find("llvmpipe") != std::string::npos) {
+        const ScopedEnv perf("GALLIVM_PERF", nullptr);
+        const gpu::Vm vm(examples::example_tape("rosenbrock16"), engine_options(gpu::Engine::compiled));
+        const gpu::CompilePlan plan = vm.compile_plan<float>("gradient");
+        CHECK_FALSE(plan.compiled);
+        CHECK(plan.reason.find("miscompiles") != std::string::npos);
+    }
+}
+
 TEST_CASE("on CPU devices math-library calls count toward the size limit, more in double") {
     // trig16: 16 each of sin and cos (one tv_sincos), exp and tanh, plus a division each.
     const Tape tape = examples::example_tape("trig16");
