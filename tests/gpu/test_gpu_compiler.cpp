@@ -78,9 +78,24 @@ Tape sibling_tape() {
     const std::vector<double> params = {1.5};
     Tape tape = record(std::span<const double>(at), std::span<const double>(params),
                        [](std::span<const Var> x, std::span<const Var> p) {
-                           Var s = sin(x[0]) * cos(x[0]) + sinh(x[1]) * p[0] - cosh(x[1]);
-                           if (x[2] > 0.0) s = s + cos(x[2]) * sin(x[2]);
-                           return std::vector<Var>{s, abs(x[1]) + sign(x[1]), Var(3.0)};
+                           // One statement per op: the order of recording (and so the golden
+                           // GLSL) must not depend on the compiler's order of evaluating operands.
+                           const Var sin0 = sin(x[0]);
+                           const Var cos0 = cos(x[0]);
+                           const Var sinh1 = sinh(x[1]);
+                           const Var cosh1 = cosh(x[1]);
+                           const Var trig = sin0 * cos0;
+                           const Var scaled = sinh1 * p[0];
+                           const Var sum = trig + scaled;
+                           Var s = sum - cosh1;
+                           if (x[2] > 0.0) {
+                               const Var cos2 = cos(x[2]);
+                               const Var sin2 = sin(x[2]);
+                               s = s + cos2 * sin2;
+                           }
+                           const Var abs1 = abs(x[1]);
+                           const Var sign1 = sign(x[1]);
+                           return std::vector<Var>{s, abs1 + sign1, Var(3.0)};
                        });
     tape.optimize();
     return tape;
@@ -420,8 +435,16 @@ TEST_CASE("value_and_gradient: a loss and its gradient in one dispatch, equal to
 TEST_CASE("the generated GLSL matches its golden files") {
     const char* update_flag = std::getenv("TAPEVM_UPDATE_GOLDEN");
     const bool update = update_flag != nullptr && std::string(update_flag) == "1";
-    const Tape small =
-        record(2, [](std::span<const Var> x) { return sin(x[0]) * cos(x[0]) + x[1] / (x[0] + 2.0); });
+    // One statement per op: the recording order must not depend on the compiler's order of
+    // evaluating operands (g++ and clang differ).
+    const Tape small = record(2, [](std::span<const Var> x) {
+        const Var s = sin(x[0]);
+        const Var c = cos(x[0]);
+        const Var product = s * c;
+        const Var shifted = x[0] + 2.0;
+        const Var quotient = x[1] / shifted;
+        return product + quotient;
+    });
     const Tape siblings = sibling_tape();
     const Tape exponential = record(1, [](std::span<const Var> x) { return exp(x[0]); });
     const struct {
