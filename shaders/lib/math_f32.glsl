@@ -9,6 +9,9 @@
 // Functions and out parameters are `precise` (SPIR-V NoContraction): the exact-error steps
 // (two_sum, two_product, the reductions, the rounding corrections) must not be reassociated
 // or contracted by the driver's compiler (Mesa's NIR otherwise folds x - ((1 + x) - 1) to 0).
+// The polynomials are Horner chains of fma(), which GPUs run as one fused instruction per
+// step (a NoContraction multiply and add are two); where a driver computes fma() unfused
+// (llvmpipe may), the result is the multiply-add's, as accurate as the fit needs.
 // Written in the GLSL subset that tests/gpu_math also compiles as C++ (README.md).
 
 // ---- bits -------------------------------------------------------------------------------
@@ -158,8 +161,9 @@ precise float tv_fma(float x, float y, float z) {
 // ---- exp and log ------------------------------------------------------------------------
 // expm1(r) for |r| <= ~0.35.
 precise float tv_expm1_poly(float r) {
-    return r + r * r * (0.5f + r * (TVF_EXPM1_P0 + r * (TVF_EXPM1_P1 + r * (TVF_EXPM1_P2
-        + r * (TVF_EXPM1_P3 + r * TVF_EXPM1_P4)))));
+    float p = fma(r, fma(r, fma(r, fma(r, TVF_EXPM1_P4, TVF_EXPM1_P3), TVF_EXPM1_P2), TVF_EXPM1_P1),
+                  TVF_EXPM1_P0);
+    return fma(r * r, fma(r, p, 0.5f), r);
 }
 // exp(hi + lo) for finite |hi| <= 120, |lo| small (no special values).
 precise float tv_exp_core(float hi, float lo) {
@@ -202,7 +206,7 @@ void tv_log1pf_parts(float f, precise out float hi, precise out float lo) {
     tv_two_product(s, t, p, pe);
     float sl = (((f - p) - pe) - s * tl) / t;  // s + sl = f / (2 + f)
     float z = s * s;
-    float tail = s * z * (TVF_LOG_P0 + z * (TVF_LOG_P1 + z * (TVF_LOG_P2 + z * TVF_LOG_P3)));
+    float tail = s * z * fma(z, fma(z, fma(z, TVF_LOG_P3, TVF_LOG_P2), TVF_LOG_P1), TVF_LOG_P0);
     hi = 2.0f * s;
     lo = tail + 2.0f * sl;
 }
@@ -343,11 +347,11 @@ void tv_reduce_pio2(float x, precise out float hi, precise out float lo, out int
 // sin(hi + lo) and cos(hi + lo) for |hi + lo| <= ~pi/4.
 precise float tv_sin_kernel(float x, float y) {
     float z = x * x;
-    return x + (x * z * (TVF_SIN_P0 + z * (TVF_SIN_P1 + z * (TVF_SIN_P2 + z * TVF_SIN_P3))) + y);
+    return x + fma(x * z, fma(z, fma(z, fma(z, TVF_SIN_P3, TVF_SIN_P2), TVF_SIN_P1), TVF_SIN_P0), y);
 }
 precise float tv_cos_kernel(float x, float y) {
     float z = x * x;
-    float p = z * z * (TVF_COS_P0 + z * (TVF_COS_P1 + z * (TVF_COS_P2 + z * TVF_COS_P3)));
+    float p = z * z * fma(z, fma(z, fma(z, TVF_COS_P3, TVF_COS_P2), TVF_COS_P1), TVF_COS_P0);
     float hz = 0.5f * z;
     float w = 1.0f - hz;
     return w + (((1.0f - w) - hz) + (p - x * y));
@@ -393,8 +397,8 @@ precise float tv_tan(float x) {
 }
 // asin(x) - x for |x| <= 1/2 (z = x^2).
 precise float tv_asin_tail(float x, float z) {
-    return x * z * (TVF_ASIN_P0 + z * (TVF_ASIN_P1 + z * (TVF_ASIN_P2 + z * (TVF_ASIN_P3
-        + z * (TVF_ASIN_P4 + z * TVF_ASIN_P5)))));
+    return x * z * fma(z, fma(z, fma(z, fma(z, fma(z, TVF_ASIN_P5, TVF_ASIN_P4), TVF_ASIN_P3), TVF_ASIN_P2),
+                                   TVF_ASIN_P1), TVF_ASIN_P0);
 }
 precise float tv_asin(float x) {
     float ax = tv_abs(x);
@@ -425,8 +429,8 @@ precise float tv_atan_positive(float a) {
     float base = low ? 0.0f : (high ? TVF_PIO2 : TVF_PIO4);
     float base_lo = low ? 0.0f : (high ? TVF_PIO2_LO : TVF_PIO4_LO);
     float z = t * t;
-    float tail = t * z * (TVF_ATAN_P0 + z * (TVF_ATAN_P1 + z * (TVF_ATAN_P2 + z * (TVF_ATAN_P3
-        + z * (TVF_ATAN_P4 + z * TVF_ATAN_P5)))));
+    float tail = t * z * fma(z, fma(z, fma(z, fma(z, fma(z, TVF_ATAN_P5, TVF_ATAN_P4), TVF_ATAN_P3), TVF_ATAN_P2),
+                                    TVF_ATAN_P1), TVF_ATAN_P0);
     return base + (t + (tail + base_lo));
 }
 precise float tv_atan(float x) {
