@@ -17,8 +17,8 @@
 #   4. (only when asked: TAPEVM_GPU_BENCH_STEPS=...,tune) the interpreter's variants side by side
 #      (src/vm_gpu/tuning.hpp): each pipeline's statistics (registers, spills) in pipelines.txt,
 #      then f32 at the largest batch for each TAPEVM_GPU_TUNE entry interpreter:workgroup:chunk
-#      (interpreter slots, compact or local; chunk 0 = the default size, which for local is as
-#      large as the device allows: no work buffer), all records in tune.json with their variant;
+#      (interpreter slots, compact or local; chunk 0 = the default size, which for local is up
+#      to 2^22 lanes: no work buffer), all records in tune.json with their variant;
 #   5. (only when asked: tune-compiled) the compiled kernels' variants: staging through shared
 #      memory or not, workgroup sizes (TAPEVM_GPU_TUNE_COMPILED), and the fixed
 #      cost of a call (small batches), into tune_compiled.json.
@@ -151,8 +151,8 @@ if want tune; then
     done
     # local:64:1048576 runs the local kernels in the compact kernels' chunks, to tell the home
     # storage's effect from the chunk size's.
-    default_variants="slots:64:0 compact:64:0 local:64:0 slots:64:0 compact:64:0 local:64:0 compact:128:0"
-    default_variants+=" compact:256:0 local:128:0 local:64:1048576 compact:64:65536 compact:64:262144"
+    default_variants="compact:64:0 local:64:0 compact:64:0 local:64:0 local:32:0 local:128:0"
+    default_variants+=" compact:128:0 local:64:1048576"
     for variant in ${TAPEVM_GPU_TUNE:-$default_variants}; do
         IFS=: read -r interpreter group chunk <<<"$variant"
         echo "== $(date +%T) $variant"

@@ -52,6 +52,8 @@ std::size_t chunk_lanes(const ChunkLimits& limits, const ChunkCost& cost, std::s
     } else if (cost.work_bytes_per_lane > 0) {
         const std::uint64_t cached = round_down(limits.working_set_bytes / cost.work_bytes_per_lane);
         lanes = std::min(lanes, std::max({group, cached, round_up(limits.occupancy_lanes)}));
+    } else {
+        lanes = std::min(lanes, round_up(unbuffered_chunk_lanes));
     }
     lanes = std::min<std::uint64_t>(lanes, round_up(std::max<std::size_t>(points, 1)));
     return static_cast<std::size_t>(lanes);

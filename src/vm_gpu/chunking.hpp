@@ -23,6 +23,11 @@ struct ChunkCost {
     std::uint64_t io_bytes_per_lane = 0;          // all of them (+ flags)
 };
 
+/// The largest automatic chunk of a kernel without a work buffer: 2^22 lanes, about 15 waves
+/// of an H100, so the barrier that ends a chunk costs next to nothing, while a larger batch
+/// still overlaps its transfers with compute and its memory stays bounded.
+inline constexpr std::uint64_t unbuffered_chunk_lanes = std::uint64_t{1} << 22;
+
 /// The working-set target for a device type ("discrete", "cpu", ...): about an L2 cache.
 std::uint64_t working_set_target(const char* device_type);
 /// Lanes a chunk needs to keep a device of that type busy (all its cores, several waves).
@@ -33,8 +38,9 @@ std::uint64_t occupancy_target(const char* device_type);
 /// max_storage_buffer_range and max_allocation_bytes, two chunks' memory (double buffering,
 /// staging included) within a quarter of the heap, the dispatch within max_workgroup_count_x,
 /// the work buffer within the working-set target unless that leaves less than one workgroup.
-/// Without a work buffer (work_bytes_per_lane 0: the local and compiled kernels) neither the
-/// working-set nor the occupancy target applies: the largest chunk within the limits.
+/// Without a work buffer (work_bytes_per_lane 0: the local and compiled kernels)
+/// neither the working-set nor the occupancy target applies: the largest chunk within the
+/// limits and unbuffered_chunk_lanes.
 /// Throws Unsupported when not even one workgroup of lanes fits the limits.
 std::size_t chunk_lanes(const ChunkLimits& limits, const ChunkCost& cost, std::size_t points,
                         std::size_t requested);

@@ -162,6 +162,7 @@ DeviceInfo describe(const vk::raii::PhysicalDevice& device, std::size_t index) {
     info.max_storage_buffer_range = properties.limits.maxStorageBufferRange;
     info.max_workgroup_count_x = properties.limits.maxComputeWorkGroupCount[0];
     info.max_workgroup_size_x = properties.limits.maxComputeWorkGroupSize[0];
+    info.max_shared_memory_bytes = properties.limits.maxComputeSharedMemorySize;
     info.subgroup_size = chain.get<vk::PhysicalDeviceSubgroupProperties>().subgroupSize;
     info.driver = std::string(driver.driverName.data()) + " " + driver.driverInfo.data();
     info.api_version = version_text(properties.apiVersion);

@@ -50,7 +50,10 @@ Kernel Runner::kernel(const Call& call) const {
     if (interpreter_ == Interpreter::slots || (!forward && call.kernel != Kernel::reverse))
         return call.kernel;
     const CompactProgram& program = forward ? compact_forward_ : compact_reverse_;
-    if (interpreter_ == Interpreter::local && local_fits(call, program))
+    const bool on_cpu = device_->info().type == "cpu";
+    const bool try_local =
+        interpreter_ == Interpreter::local || (interpreter_ == Interpreter::automatic && !on_cpu);
+    if (try_local && local_fits(call, program))
         return forward ? Kernel::forward_local : Kernel::reverse_local;
     return forward ? Kernel::forward_compact : Kernel::reverse_compact;
 }

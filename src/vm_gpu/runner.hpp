@@ -74,9 +74,9 @@ public:
     /// Lanes per chunk `call` would use.
     std::size_t lanes(const Call& call) const;
     /// The kernel that runs `call` (unless call.compiled): forward and reverse run the compact
-    /// program (compact.hpp) unless TAPEVM_GPU_INTERPRETER=slots; with
-    /// TAPEVM_GPU_INTERPRETER=local they run it with local homes where local_fits(), else with
-    /// homes in the work buffer (tuning.hpp). Other kernels run as asked.
+    /// program (compact.hpp) unless TAPEVM_GPU_INTERPRETER=slots, with its homes in local
+    /// memory where the interpreter asks for local (auto does on GPUs) and local_fits(), else
+    /// in the work buffer (tuning.hpp). Other kernels run as asked.
     Kernel kernel(const Call& call) const;
     /// Work-buffer values per lane: planes of slots, homes of the compact kernels, 0 for the
     /// local and compiled kernels (which get no work buffer).

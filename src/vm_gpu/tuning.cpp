@@ -1,6 +1,9 @@
 #include "tuning.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <iterator>
+#include <utility>
 #include <string>
 
 #include "tapevm/error.hpp"
@@ -28,15 +31,16 @@ Tuning read_tuning() {
     Tuning tuning;
     if (const char* text = std::getenv("TAPEVM_GPU_INTERPRETER"); text != nullptr && *text != '\0') {
         const std::string value = text;
-        if (value == "compact") {
-            tuning.interpreter = Interpreter::compact;
-        } else if (value == "local") {
-            tuning.interpreter = Interpreter::local;
-        } else if (value == "slots") {
-            tuning.interpreter = Interpreter::slots;
-        } else {
-            throw Error("TAPEVM_GPU_INTERPRETER must be 'compact', 'local' or 'slots', not '" + value + "'");
-        }
+        constexpr std::pair<const char*, Interpreter> names[] = {{"auto", Interpreter::automatic},
+                                                                 {"local", Interpreter::local},
+                                                                 {"compact", Interpreter::compact},
+                                                                 {"slots", Interpreter::slots}};
+        const auto* found = std::find_if(std::begin(names), std::end(names),
+                                         [&](const auto& entry) { return value == entry.first; });
+        if (found == std::end(names))
+            throw Error("TAPEVM_GPU_INTERPRETER must be 'auto', 'local', 'compact' or 'slots', not '" +
+                        value + "'");
+        tuning.interpreter = found->second;
     }
     tuning.local_homes = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_LOCAL_HOMES", 512, 1, 65536));
     tuning.workgroup_size = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_WORKGROUP", 64, 32, 1024));

@@ -1,14 +1,17 @@
 // Tuning knobs of the GPU VM, read once from the environment (like TAPEVM_CPU_ISA and
 // TAPEVM_CPU_BLOCK_LANES on the CPU): for measuring variants side by side, not for users.
-//   TAPEVM_GPU_INTERPRETER=compact|local|slots
-//                                         the forward and reverse kernels (default compact: the
-//                                         compact program, values and adjoints in reused homes
-//                                         of the work buffer, compact.hpp; local: the same
-//                                         program with the homes in per-invocation local memory,
-//                                         for calls needing at most TAPEVM_GPU_LOCAL_HOMES homes
-//                                         per point and one dispatch per chunk, compact for the
-//                                         others; slots: a work row per slot and plane,
-//                                         shaders/forward.comp and reverse.comp)
+//   TAPEVM_GPU_INTERPRETER=auto|local|compact|slots
+//                                         the forward and reverse kernels, all on the compact
+//                                         program (compact.hpp) but slots. local: its homes
+//                                         in per-invocation local memory, for calls needing at
+//                                         most TAPEVM_GPU_LOCAL_HOMES homes per point and one
+//                                         dispatch per chunk, else compact: the homes in the
+//                                         work buffer. auto (the default): local on GPUs
+//                                         (faster on the H100 for every workload measured,
+//                                         bench/RESULTS.md), compact on CPU devices (lavapipe
+//                                         compiles each local pipeline for seconds). slots: a
+//                                         work row per slot and plane, shaders/forward.comp
+//                                         and reverse.comp
 //   TAPEVM_GPU_LOCAL_HOMES=N              the most homes per point (values + seeds x adjoints)
 //                                         the local kernels take, 1 to 65536 (default 512)
 //   TAPEVM_GPU_WORKGROUP=N                invocations per workgroup, a power of two from 32 to
@@ -27,11 +30,12 @@
 
 namespace tapevm::gpu::detail {
 
-/// Which kernels run forward and reverse calls (TAPEVM_GPU_INTERPRETER).
-enum class Interpreter { compact, local, slots };
+/// Which kernels run forward and reverse calls (TAPEVM_GPU_INTERPRETER); local falls back
+/// to compact where a call does not fit it.
+enum class Interpreter { automatic, local, compact, slots };
 
 struct Tuning {
-    Interpreter interpreter = Interpreter::compact;
+    Interpreter interpreter = Interpreter::automatic;
     std::uint32_t local_homes = 512;
     std::uint32_t workgroup_size = 64;
     std::size_t chunk_points = 0;

@@ -151,13 +151,21 @@ TEST_CASE("chunk planning: workgroup multiples, the batch, the request and every
     CHECK(chunk_lanes(limits(), big, 100'000'000, 0) == 256);
     CHECK(chunk_lanes(busy, big, 100'000'000, 0) == 4096);
     CHECK(chunk_lanes(busy, cost, 100'000'000, 0) == 20928);  // a small tape: the cache wins
-    // No work buffer (the local and compiled kernels): no working-set or occupancy target, only
-    // the operands and the device's limits: here 128 MiB / 120 bytes of results.
+    // No work buffer (the local and compiled kernels): no working-set or occupancy
+    // target, only the operands and the device's limits: here 128 MiB / 120 bytes of results.
     ChunkCost io_only = cost;
     io_only.work_bytes_per_lane = 0;
     CHECK(chunk_lanes(limits(), io_only, 100'000'000, 0) == 1118464);
     CHECK(chunk_lanes(busy, io_only, 100'000'000, 0) == 1118464);
     CHECK(chunk_lanes(busy, io_only, 100'000'000, 1000) == 1024);
+    // ... and at most unbuffered_chunk_lanes where the operands would allow more (on a GPU with
+    // a 4 GiB range), unless asked for more.
+    ChunkLimits large = limits();
+    large.max_storage_buffer_range = std::uint64_t{4} << 30;
+    large.max_workgroup_count_x = 1u << 31;
+    large.memory_bytes = std::uint64_t{80} << 30;
+    CHECK(chunk_lanes(large, io_only, 100'000'000, 0) == gpu::detail::unbuffered_chunk_lanes);
+    CHECK(chunk_lanes(large, io_only, 100'000'000, 10'000'000) == 10'000'000);
     // A tape whose work for one workgroup exceeds a buffer is refused clearly.
     ChunkCost huge;
     huge.work_bytes_per_lane = 4u << 20;
@@ -198,7 +206,7 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
     }
     using gpu::detail::Interpreter;
     const auto defaults = gpu::detail::read_tuning();
-    CHECK(defaults.interpreter == Interpreter::compact);
+    CHECK(defaults.interpreter == Interpreter::automatic);
     CHECK(defaults.local_homes == 512);
     CHECK(defaults.workgroup_size == 64);
     CHECK(defaults.chunk_points == 0);
@@ -213,7 +221,8 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
     CHECK(set.chunk_points == 1000);
     CHECK(set.local_homes == 96);
     const std::pair<const char*, Interpreter> interpreters[] = {
-        {"compact", Interpreter::compact}, {"local", Interpreter::local}, {"slots", Interpreter::slots}};
+        {"auto", Interpreter::automatic}, {"compact", Interpreter::compact}, {"local", Interpreter::local},
+        {"slots", Interpreter::slots}};
     for (const auto& entry : interpreters) {
         const char* value = entry.first;  // not a structured binding: clang 14 cannot capture one
         CAPTURE(value);
@@ -222,6 +231,7 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
     }
     const std::pair<const char*, const char*> bad[] = {
         {"TAPEVM_GPU_INTERPRETER", "fast"},   {"TAPEVM_GPU_INTERPRETER", "Local"},
+        {"TAPEVM_GPU_INTERPRETER", "automatic"}, {"TAPEVM_GPU_INTERPRETER", "shared"},
         {"TAPEVM_GPU_INTERPRETER", "local "}, {"TAPEVM_GPU_LOCAL_HOMES", "0"},
         {"TAPEVM_GPU_LOCAL_HOMES", "65537"},  {"TAPEVM_GPU_LOCAL_HOMES", "many"},
         {"TAPEVM_GPU_WORKGROUP", "48"},       {"TAPEVM_GPU_WORKGROUP", "2048"},
@@ -244,23 +254,72 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
     for (std::size_t k = 0; k < saved.size(); ++k) setenv(names[k], saved[k].c_str(), 1);
 }
 
-TEST_CASE("chunk sizes of a Vm stay within the device's storage-buffer range") {
-    const gpu::Vm vm(examples::example_tape("ba-param"), test_options());
+// The calls a Vm makes of `tape` for forward, vjp, the reverse Jacobian, jvp and hvp, with the
+// operands' widths, for a batch far larger than any chunk.
+struct ModeCalls {
+    gpu::detail::Call forward, vjp, jacobian, tangent, hvp;
+    std::array<gpu::detail::Call*, 5> all() { return {&forward, &vjp, &jacobian, &tangent, &hvp}; }
+};
+ModeCalls mode_calls(const Tape& tape) {
+    using gpu::detail::Kernel;
+    const std::uint32_t n = tape.input_count(), m = tape.output_count();
+    ModeCalls calls;
+    calls.forward.kernel = Kernel::forward;
+    calls.forward.result_width = m;
+    calls.vjp.kernel = Kernel::reverse, calls.vjp.planes = 2, calls.vjp.directions = 1;
+    calls.vjp.seeds_from_buffer = true, calls.vjp.extra0.width = m, calls.vjp.result_width = n;
+    calls.jacobian.kernel = Kernel::reverse, calls.jacobian.planes = 1 + m, calls.jacobian.directions = m;
+    calls.jacobian.result_width = m * n;
+    calls.tangent.kernel = Kernel::tangent, calls.tangent.planes = 2, calls.tangent.directions = 1;
+    calls.tangent.extra0.width = n, calls.tangent.result_width = m;
+    calls.hvp.kernel = Kernel::hvp, calls.hvp.planes = 4, calls.hvp.extra0.width = n;
+    calls.hvp.result_width = n;
+    for (gpu::detail::Call* call : calls.all()) {
+        call->inputs.width = n;
+        call->points = std::size_t{1} << 30;
+    }
+    return calls;
+}
+
+TEST_CASE("chunk sizes stay within the device's storage-buffer range, with every interpreter") {
+    using gpu::detail::Interpreter;
+    const Tape tape = examples::example_tape("ba-param");
+    const gpu::Vm vm(tape, test_options());
     for (const char* mode : {"forward", "jacobian", "jvp", "vjp", "hvp"}) {
         CAPTURE(mode);
         const std::size_t lanes = vm.chunk_points<float>(mode);
         CHECK(lanes % 64 == 0);
         CHECK(lanes >= 64);
-        CHECK(lanes * vm.tape().slot_count() * 4 * 4 <= vm.device().max_storage_buffer_range);
+    }
+    const auto device = gpu::detail::Device::acquire(test_options());
+    const std::lock_guard lock(device->mutex());
+    const std::uint64_t range = device->info().max_storage_buffer_range;
+    for (Interpreter interpreter :
+         {Interpreter::automatic, Interpreter::local, Interpreter::compact, Interpreter::slots}) {
+        CAPTURE(static_cast<int>(interpreter));
+        gpu::detail::Tuning tuning;
+        tuning.interpreter = interpreter;
+        const gpu::detail::Runner runner(device, tape, 0, tuning);
+        ModeCalls calls = mode_calls(tape);
+        for (gpu::detail::Call* call : calls.all()) {
+            CAPTURE(gpu::detail::kernel_name(runner.kernel(*call)));
+            const std::uint64_t lanes = runner.lanes(*call);
+            CHECK(lanes % 64 == 0);
+            CHECK(lanes >= 64);
+            CHECK(lanes * runner.work_values_per_lane(*call) * 4 <= range);
+            for (std::uint64_t width :
+                 {std::uint64_t{call->inputs.width}, std::uint64_t{call->extra0.width}, std::uint64_t{call->result_width}})
+                CHECK(lanes * width * 4 <= range);
+        }
     }
 }
 
-// The local interpreter's choices, with a tuning of the test's own (the environment's is read
-// once per process): the local kernels where the homes per point are within the limit, with a
+// The interpreters' choices, with a tuning of the test's own (the environment's is read once per
+// process). local: the local kernels where the homes per point are within the limit, with a
 // pipeline specialised for them and no work buffer, so chunks are bounded by the operands only;
-// the compact kernels above the limit; tangent and hvp as asked.
-TEST_CASE("the local interpreter: within the home limit local kernels, above it compact ones") {
-    using gpu::detail::Call;
+// the compact kernels above the limit. auto: local on GPUs, compact on CPU devices. Tangent and
+// hvp as asked.
+TEST_CASE("the interpreters: local within the home limit, else compact; auto picks by device type") {
     using gpu::detail::Interpreter;
     using gpu::detail::Kernel;
     const Tape tape = examples::example_tape("ba-param");
@@ -271,16 +330,8 @@ TEST_CASE("the local interpreter: within the home limit local kernels, above it 
     const std::uint32_t all_seeds = reverse_program.value_count + m * reverse_program.adjoint_count;
     REQUIRE(forward_program.value_count < one_seed);
     REQUIRE(one_seed < all_seeds);
-
-    Call forward, vjp, jacobian, tangent, hvp;
-    forward.kernel = Kernel::forward;
-    forward.inputs.width = tape.input_count();
-    forward.result_width = m;
-    vjp.kernel = Kernel::reverse, vjp.planes = 2, vjp.directions = 1, vjp.seeds_from_buffer = true;
-    jacobian.kernel = Kernel::reverse, jacobian.planes = 1 + m, jacobian.directions = m;
-    tangent.kernel = Kernel::tangent, tangent.planes = 2, tangent.directions = 1;
-    hvp.kernel = Kernel::hvp, hvp.planes = 4;
-    for (Call* call : {&forward, &vjp, &jacobian, &tangent, &hvp}) call->points = std::size_t{1} << 30;
+    ModeCalls calls = mode_calls(tape);
+    const auto& [forward, vjp, jacobian, tangent, hvp] = calls;
 
     const auto device = gpu::detail::Device::acquire(test_options());
     const std::lock_guard lock(device->mutex());
@@ -305,6 +356,7 @@ TEST_CASE("the local interpreter: within the home limit local kernels, above it 
     CHECK(runner.work_values_per_lane(jacobian) == all_seeds);
 
     gpu::detail::Tuning compact;
+    compact.interpreter = Interpreter::compact;
     const gpu::detail::Runner compact_runner(device, tape, 0, compact);
     CHECK(compact_runner.kernel(forward) == Kernel::forward_compact);
     CHECK(compact_runner.kernel(vjp) == Kernel::reverse_compact);
@@ -317,6 +369,15 @@ TEST_CASE("the local interpreter: within the home limit local kernels, above it 
     const gpu::detail::Runner slots_runner(device, tape, 0, slots);
     CHECK(slots_runner.kernel(forward) == Kernel::forward);
     CHECK(slots_runner.kernel(jacobian) == Kernel::reverse);
+
+    // auto: local on a GPU (where every call here fits the default home limit), compact on a
+    // CPU device.
+    const gpu::detail::Runner auto_runner(device, tape, 0, gpu::detail::Tuning{});
+    const bool on_cpu = device->info().type == "cpu";
+    CHECK(auto_runner.kernel(forward) == (on_cpu ? Kernel::forward_compact : Kernel::forward_local));
+    CHECK(auto_runner.kernel(vjp) == (on_cpu ? Kernel::reverse_compact : Kernel::reverse_local));
+    CHECK(auto_runner.kernel(jacobian) == (on_cpu ? Kernel::reverse_compact : Kernel::reverse_local));
+    CHECK(auto_runner.kernel(hvp) == Kernel::hvp);
 }
 
 // Last in this file: it replaces the shared device. A lost device (as after

@@ -95,7 +95,7 @@ template <class Real> void check_examples(std::size_t points) {
 TEST_CASE("TAPEVM_GPU_INTERPRETER names the kernels that run forward and reverse calls") {
     using gpu::detail::Kernel;
     const char* variable = std::getenv("TAPEVM_GPU_INTERPRETER");
-    const std::string interpreter = variable == nullptr || *variable == '\0' ? "compact" : variable;
+    const std::string interpreter = variable == nullptr || *variable == '\0' ? "auto" : variable;
     CAPTURE(interpreter);
     const Tape tape = examples::example_tape("ba-param");
     const auto device = gpu::detail::Device::acquire(test_options());
@@ -109,7 +109,7 @@ TEST_CASE("TAPEVM_GPU_INTERPRETER names the kernels that run forward and reverse
     if (interpreter == "slots") {
         CHECK(runner.kernel(forward) == Kernel::forward);
         CHECK(runner.kernel(jacobian) == Kernel::reverse);
-    } else if (interpreter == "local") {
+    } else if (interpreter == "local" || (interpreter == "auto" && device->info().type != "cpu")) {
         CHECK(runner.kernel(forward) == Kernel::forward_local);
         CHECK(runner.kernel(jacobian) == Kernel::reverse_local);
         CHECK(runner.work_values_per_lane(jacobian) == 0);
