@@ -5,8 +5,8 @@
 # lib/ with shared libraries the GPU machine lacks (libadolc). Run from the repository root after
 # the Vulkan loader is unpacked (../shared/vulkan-loader/README.md). Steps, each logged to OUT_DIR:
 #   1. tapevm devices, then the GPU tests (tests/gpu and the conformance suite's GPU executable),
-#      test_gpu_modes again on the local kernels and on compiled kernels, and the conformance
-#      suite on compiled kernels (step tests);
+#      test_gpu_modes again on the local, compact and compiled kernels, and the conformance
+#      suite on compact and compiled kernels (step tests);
 #   1b. the tape compiler's compile times per workload and mode, cold and from the disk cache,
 #      into compile.txt (step compile);
 #   2. tapevm bench: the tape compiler's kernels (compiled, compiled-e2e) and the GPU interpreter
@@ -73,7 +73,8 @@ for exe in "$bin"/test_gpu_* "$bin"/test_conformance_gpu; do
     echo "test $name: exit $status ($((SECONDS - start)) s)$([[ $status == 77 ]] && echo ' SKIPPED')"
 done
 # The same suites on other kernels (meson's gpu_modes_local, gpu_modes_compiled and
-# conformance_gpu_compiled): VARIABLE=VALUE EXECUTABLE.
+# conformance_gpu_compiled; on a GPU the default interpreter is local, so the compact kernels,
+# lavapipe's default, run as a variant here): VARIABLE=VALUE EXECUTABLE.
 run_variant() {
     [[ -x $bin/$2 ]] || return 0
     local start=$SECONDS
@@ -83,6 +84,8 @@ run_variant() {
 }
 if want tests; then
     run_variant TAPEVM_GPU_INTERPRETER=local test_gpu_modes
+    run_variant TAPEVM_GPU_INTERPRETER=compact test_gpu_modes
+    run_variant TAPEVM_GPU_INTERPRETER=compact test_conformance_gpu
     run_variant TAPEVM_TEST_GPU_ENGINE=compiled test_gpu_modes
     run_variant TAPEVM_TEST_GPU_ENGINE=compiled test_conformance_gpu
 fi
