@@ -38,9 +38,9 @@ std::uint64_t occupancy_target(const char* device_type);
 /// max_storage_buffer_range and max_allocation_bytes, two chunks' memory (double buffering,
 /// staging included) within a quarter of the heap, the dispatch within max_workgroup_count_x,
 /// the work buffer within the working-set target unless that leaves less than one workgroup.
-/// Without a work buffer (work_bytes_per_lane 0: the local and compiled kernels)
-/// neither the working-set nor the occupancy target applies: the largest chunk within the
-/// limits and unbuffered_chunk_lanes.
+/// Without a work buffer (work_bytes_per_lane 0: the local and compiled kernels) neither the
+/// working-set nor the occupancy target applies: the largest chunk within the limits and
+/// unbuffered_chunk_lanes.
 /// Throws Unsupported when not even one workgroup of lanes fits the limits.
 std::size_t chunk_lanes(const ChunkLimits& limits, const ChunkCost& cost, std::size_t points,
                         std::size_t requested);

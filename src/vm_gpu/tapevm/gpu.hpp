@@ -52,7 +52,7 @@ struct DeviceInfo {
     std::uint64_t max_storage_buffer_range = 0;
     std::uint32_t max_workgroup_count_x = 0;
     std::uint32_t max_workgroup_size_x = 0;
-    std::uint32_t max_shared_memory_bytes = 0;  // per workgroup (the shared interpreter's homes)
+    std::uint32_t max_shared_memory_bytes = 0;  // per workgroup (maxComputeSharedMemorySize)
     std::uint32_t subgroup_size = 0;
     std::string driver;       // driver name and version info
     std::string api_version;  // "1.3.239"
