@@ -9,6 +9,8 @@
 #include <optional>
 #include <vector>
 
+#include "reverse_order.hpp"
+#include "tape_ops.hpp"
 #include "tapevm/error.hpp"
 
 namespace tapevm::gpu::detail {
@@ -42,12 +44,6 @@ std::string real_literal(double value, bool double_precision) {
     std::uint32_t bits;
     std::memcpy(&bits, &single, sizeof bits);
     return "uintBitsToFloat(" + hex32(bits) + ")" + comment;
-}
-
-bool has_partials(Op op) { return !has_flag(op, op_flag::leaf | op_flag::step | op_flag::comparison); }
-
-std::uint32_t operand(const Instruction& ins, std::uint32_t k) {
-    return k == 0 ? ins.a : (k == 1 ? ins.b : ins.c);
 }
 
 std::string u(std::uint64_t value) { return std::to_string(value) + "u"; }
@@ -202,42 +198,44 @@ private:
 
     // Every live value in tape order (scalars, or duals with the direction's tangents for hvp).
     void values() {
-        const auto instructions = tape_.instructions();
-        for (std::uint32_t s = 0; s < slots_; ++s) {
-            if (!live_[s]) continue;
-            const Instruction& ins = instructions[s];
-            const std::string v = var("v", s);
-            if (const auto trig = sincos_of(ins)) {  // sin and cos of the operand from one reduction
-                if (!sincos_emitted_[ins.a]) {
-                    w_.line("REAL " + trig->sin + ", " + trig->cos + ";");
-                    w_.line("tv_sincos(" + value(ins.a) + ", " + trig->sin + ", " + trig->cos + ");");
-                    sincos_emitted_[ins.a] = true;
-                    library_calls_ += 2;
-                }
-                const bool is_sin = ins.op == Op::Sin;
-                if (!dual()) {
-                    w_.line("REAL " + v + " = " + (is_sin ? trig->sin : trig->cos) + ";");
-                } else {  // td_sin, td_cos: the value, and the tangent through the partial
-                    w_.line("Dual " + v + " = Dual(" + (is_sin ? trig->sin : trig->cos) +
-                            ", tv_contribution(" + (is_sin ? trig->cos : "-" + trig->sin) + ", " +
-                            var("v", ins.a) + ".t));");
-                }
-                continue;
+        for (std::uint32_t s = 0; s < slots_; ++s)
+            if (live_[s]) value_statement(s);
+    }
+
+    // The statement of live slot s's value.
+    void value_statement(std::uint32_t s) {
+        const Instruction& ins = tape_.instructions()[s];
+        const std::string v = var("v", s);
+        if (const auto trig = sincos_of(ins)) {  // sin and cos of the operand from one reduction
+            if (!sincos_emitted_[ins.a]) {
+                w_.line("REAL " + trig->sin + ", " + trig->cos + ";");
+                w_.line("tv_sincos(" + value(ins.a) + ", " + trig->sin + ", " + trig->cos + ");");
+                sincos_emitted_[ins.a] = true;
+                library_calls_ += 2;
             }
-            library_calls_ += (dual() ? 2 : 1) * info(ins.op).value_calls;
+            const bool is_sin = ins.op == Op::Sin;
             if (!dual()) {
-                w_.line("REAL " + v + " = " +
-                        (arity(ins.op) == 0 ? leaf(ins)
-                                            : "tv_value_" + op_name(ins.op) + "(" + arguments(ins) + ")") +
-                        ";");
-            } else if (ins.op == Op::Input) {
-                w_.line("Dual " + v + " = Dual(" + leaf(ins) + ", extra1[lane * " + u(n()) + " + " +
-                        u(ins.a) + "]);");
-            } else if (arity(ins.op) == 0) {
-                w_.line("Dual " + v + " = td_const(" + leaf(ins) + ");");
-            } else {
-                w_.line("Dual " + v + " = td_value_" + op_name(ins.op) + "(" + dual_operands(ins) + ");");
+                w_.line("REAL " + v + " = " + (is_sin ? trig->sin : trig->cos) + ";");
+            } else {  // td_sin, td_cos: the value, and the tangent through the partial
+                w_.line("Dual " + v + " = Dual(" + (is_sin ? trig->sin : trig->cos) +
+                        ", tv_contribution(" + (is_sin ? trig->cos : "-" + trig->sin) + ", " +
+                        var("v", ins.a) + ".t));");
             }
+            return;
+        }
+        library_calls_ += (dual() ? 2 : 1) * info(ins.op).value_calls;
+        if (!dual()) {
+            w_.line("REAL " + v + " = " +
+                    (arity(ins.op) == 0 ? leaf(ins)
+                                        : "tv_value_" + op_name(ins.op) + "(" + arguments(ins) + ")") +
+                    ";");
+        } else if (ins.op == Op::Input) {
+            w_.line("Dual " + v + " = Dual(" + leaf(ins) + ", extra1[lane * " + u(n()) + " + " +
+                    u(ins.a) + "]);");
+        } else if (arity(ins.op) == 0) {
+            w_.line("Dual " + v + " = td_const(" + leaf(ins) + ");");
+        } else {
+            w_.line("Dual " + v + " = td_value_" + op_name(ins.op) + "(" + dual_operands(ins) + ");");
         }
     }
 
@@ -298,63 +296,132 @@ private:
         }
         w_.line(declared + ";");
         library_calls_ += info(ins.op).partial_calls;
-        w_.line("tv_partials_" + op_name(ins.op) + "(" + arguments(ins) + ", v" + std::to_string(s) + outs +
-                ");");
+        w_.line("tv_partials_" + op_name(ins.op) + "(" + read_arguments(s) + outs + ");");
     }
 
-    // Reverse mode in vector form: K sweeps (seeds) over the same values and partials. An
-    // adjoint is a variable from its first contribution on (written, not added: the
-    // interpreter's compact program does the same); the reference VM's order of summation.
+    // tv_partials_<op>'s value arguments for slot s: the operands and the result, each the
+    // variable where the partials read it (OpInfo::partial_reads), else REAL(0), as in the
+    // interpreter's compact kernels; and Powi's exponent.
+    std::string read_arguments(std::uint32_t s) const {
+        const Instruction& ins = tape_.instructions()[s];
+        const std::uint32_t reads = info(ins.op).partial_reads;
+        std::string text;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k)
+            text += (k ? ", " : "") + ((reads >> k) & 1u ? var("v", operand(ins, k)) : std::string("REAL(0)"));
+        if (has_flag(ins.op, op_flag::immediate)) text += ", " + std::to_string(powi_exponent(ins));
+        return text + ", " + (reads & partial_reads_result ? var("v", s) : std::string("REAL(0)"));
+    }
+
+    // The last slot whose statement declares a variable that s's partials (partials()) read;
+    // ReverseOrder::before_forward when they read none.
+    std::int64_t partials_read_at(std::uint32_t s) const {
+        const Instruction& ins = tape_.instructions()[s];
+        if (sincos_of(ins)) return s;  // the operand's sine or cosine, declared by slot s at the latest
+        if (const auto sibling = sibling_slot(ins)) return sibling->first;
+        const std::uint32_t reads = info(ins.op).partial_reads;
+        std::int64_t at = ReverseOrder::before_forward;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k)
+            if ((reads >> k) & 1u) at = std::max<std::int64_t>(at, operand(ins, k));
+        if (reads & partial_reads_result) at = s;
+        return at;
+    }
+
+    // Reverse mode in vector form: K sweeps (seeds) over the same values and partials, each
+    // reverse statement placed among the forward ones as early as it can run (reverse_order.hpp),
+    // so that values the partials read die early. An adjoint is a variable from its first
+    // contribution on (written, not added: the interpreter's compact program does the same),
+    // summed in the reference VM's order: a contribution computed before those ahead of it
+    // waits in a variable of its own.
     void reverse() {
-        values();
-        if (spec_.write_values)
-            for (std::uint32_t j = 0; j < m(); ++j)
-                w_.line("if (in_chunk) values[lane * " + u(m()) + " + " + u(j) +
-                        "] = " + value(tape_.outputs()[j]) + ";");
         const std::uint32_t seeds = spec_.directions;
-        std::vector<std::vector<bool>> declared(seeds, std::vector<bool>(slots_, false));
-        const auto contribute = [&](std::uint32_t k, std::uint32_t target, const std::string& amount) {
-            const std::string g = var("g", k) + "_" + std::to_string(target);
-            if (declared[k][target]) {
-                w_.line(g + " += " + amount + ";");
-            } else {
-                w_.line("precise REAL " + g + " = " + amount + ";");
-                declared[k][target] = true;
-            }
-        };
+        std::vector<std::int64_t> reads(slots_, ReverseOrder::before_forward);
+        const auto instructions = tape_.instructions();
+        for (std::uint32_t s = 0; s < slots_; ++s)
+            if (has_partials(instructions[s].op) && depends_[s]) reads[s] = partials_read_at(s);
+        const ReverseOrder order = reverse_order(tape_, depends_, seeds, spec_.seeds_from_buffer, reads);
+        sums_.assign(seeds, std::vector<Sum>(slots_));
         for (std::uint32_t k = 0; k < seeds; ++k) {
             for (std::uint32_t j = 0; j < m(); ++j) {
                 const std::uint32_t o = tape_.outputs()[j];
                 if (!depends_[o]) continue;
                 if (spec_.seeds_from_buffer)
-                    contribute(k, o, "extra0[lane * " + u(m()) + " + " + u(j) + "]");
+                    add_term(k, o, sums_[k][o].added, "extra0[lane * " + u(m()) + " + " + u(j) + "]", "");
                 else if (j == k)
-                    contribute(k, o, "REAL(1)");
+                    add_term(k, o, sums_[k][o].added, "REAL(1)", "");
             }
         }
-        const auto instructions = tape_.instructions();
-        for (std::uint32_t s = slots_; s-- > 0;) {
-            const Instruction& ins = instructions[s];
-            if (!has_partials(ins.op) || !depends_[s]) continue;
-            bool any = false;
-            for (std::uint32_t k = 0; k < seeds; ++k) any = any || declared[k][s];
-            if (!any) continue;
-            partials(s);
-            for (std::uint32_t k = 0; k < seeds; ++k) {
-                if (!declared[k][s]) continue;
-                const std::string g = var("g", k) + "_" + std::to_string(s);
-                for (std::uint32_t i = 0; i < arity(ins.op); ++i) {
-                    if (!depends_[operand(ins, i)]) continue;
-                    contribute(
-                        k, operand(ins, i),
-                        "tv_contribution(p" + std::to_string(s) + "_" + std::to_string(i) + ", " + g + ")");
-                }
-            }
+        // Reverse statements by placement (after slot p: index p + 1), in descending slot order.
+        std::vector<std::vector<std::uint32_t>> placed(std::size_t{slots_} + 1);
+        for (std::uint32_t s = slots_; s-- > 0;)
+            if (order.active[s]) placed[static_cast<std::size_t>(order.after[s] + 1)].push_back(s);
+        for (const std::uint32_t s : placed[0]) reverse_statement(s, order);
+        for (std::uint32_t p = 0; p < slots_; ++p) {
+            if (live_[p]) value_statement(p);
+            for (const std::uint32_t s : placed[p + 1]) reverse_statement(s, order);
         }
+        if (spec_.write_values)
+            for (std::uint32_t j = 0; j < m(); ++j)
+                w_.line("if (in_chunk) values[lane * " + u(m()) + " + " + u(j) +
+                        "] = " + value(tape_.outputs()[j]) + ";");
         for (std::uint32_t k = 0; k < seeds; ++k)
-            for (std::uint32_t i = 0; i < n(); ++i)
-                results_.push_back(declared[k][i] ? var("g", k) + "_" + std::to_string(i)
-                                                  : std::string("REAL(0)"));
+            for (std::uint32_t i = 0; i < n(); ++i) {
+                complete(k, i, order);
+                results_.push_back(order.reached[k][i] ? var("g", k) + "_" + std::to_string(i)
+                                                       : std::string("REAL(0)"));
+            }
+    }
+
+    // Slot s's partials and its contributions to its operands' adjoints, for every seed that
+    // reaches it.
+    void reverse_statement(std::uint32_t s, const ReverseOrder& order) {
+        const Instruction& ins = tape_.instructions()[s];
+        partials(s);
+        for (std::uint32_t k = 0; k < spec_.directions; ++k) {
+            if (!order.reached[k][s]) continue;
+            complete(k, s, order);
+            const std::string g = var("g", k) + "_" + std::to_string(s);
+            for (std::uint32_t i = 0; i < arity(ins.op); ++i) {
+                if (!depends_[operand(ins, i)]) continue;
+                add_term(k, operand(ins, i), order.position[k][3 * s + i],
+                         "tv_contribution(p" + std::to_string(s) + "_" + std::to_string(i) + ", " + g + ")",
+                         var("c", k) + "_" + std::to_string(s) + "_" + std::to_string(i));
+            }
+        }
+    }
+
+    // One adjoint's sum: the terms added so far, and terms computed ahead of their turn.
+    struct Sum {
+        std::uint32_t added = 0;
+        std::map<std::uint32_t, std::string> waiting;  // position -> variable
+    };
+
+    // Term `position` of seed k's adjoint of `target`: added now when it is the next in the
+    // reference order (then any waiting terms that follow it), else kept in variable `early`.
+    void add_term(std::uint32_t k, std::uint32_t target, std::uint32_t position, const std::string& amount,
+                  const std::string& early) {
+        Sum& sum = sums_[k][target];
+        const std::string g = var("g", k) + "_" + std::to_string(target);
+        const auto add = [&](const std::string& term) {
+            w_.line(sum.added == 0 ? "precise REAL " + g + " = " + term + ";" : g + " += " + term + ";");
+            ++sum.added;
+        };
+        if (position != sum.added) {
+            w_.line("precise REAL " + early + " = " + amount + ";");
+            sum.waiting.emplace(position, early);
+            return;
+        }
+        add(amount);
+        for (auto next = sum.waiting.begin(); next != sum.waiting.end() && next->first == sum.added;
+             next = sum.waiting.erase(next))
+            add(next->second);
+    }
+
+    // Checks that seed k's adjoint of `slot` has all its terms: reverse_order's placement
+    // promises it wherever the adjoint is read.
+    void complete(std::uint32_t k, std::uint32_t slot, const ReverseOrder& order) const {
+        if (sums_[k][slot].added != order.terms[k][slot])
+            throw Error("gpu::compile: internal error: adjoint of slot " + std::to_string(slot) +
+                        " read before its last contribution");
     }
 
     // Forward (tangent) mode: K directions; a tangent known to be zero is not computed.
@@ -546,6 +613,7 @@ private:
     std::vector<bool> sincos_emitted_;  // per operand slot: its tv_sincos is emitted
     bool stage_inputs_ = false, stage_results_ = false;
     std::vector<std::string> results_;  // the result row's expressions, in order
+    std::vector<std::vector<Sum>> sums_;  // reverse: [seed][slot], the adjoints' sums
     Writer w_;
 };
 

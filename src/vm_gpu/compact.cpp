@@ -5,20 +5,15 @@
 #include <string>
 
 #include "kernels.hpp"
+#include "tape_ops.hpp"
 #include "tapevm/error.hpp"
 
 namespace tapevm::gpu::detail {
 
 namespace {
 
-constexpr std::uint32_t partial_reads_result = 8;
-
 // Slot operands of `ins` (Powi's b is its exponent).
 std::uint32_t slot_operands(const Instruction& ins) { return arity(ins.op); }
-
-std::uint32_t operand(const Instruction& ins, std::uint32_t k) {
-    return k == 0 ? ins.a : (k == 1 ? ins.b : ins.c);
-}
 
 // Homes handed out and taken back, lowest free first.
 class Homes {
@@ -59,9 +54,7 @@ CompactProgram compact_program(const Tape& tape, bool reverse) {
     for (const std::uint32_t o : tape.outputs()) needed[o] = true;
     for (std::uint32_t s = slots; s-- > 0;) {
         const Instruction& ins = instructions[s];
-        const bool has_partials =
-            !(info(ins.op).flags & (op_flag::leaf | op_flag::step | op_flag::comparison));
-        active[s] = reverse && needed[s] && depends[s] && has_partials && slot_operands(ins) > 0;
+        active[s] = reverse && needed[s] && depends[s] && has_partials(ins.op) && slot_operands(ins) > 0;
         if (active[s])
             for (std::uint32_t k = 0; k < slot_operands(ins); ++k) needed[operand(ins, k)] = true;
     }

@@ -14,6 +14,8 @@
 
 #include "compiler.hpp"
 #include "disk_cache.hpp"
+#include "reverse_order.hpp"
+#include "tape_ops.hpp"
 #include "gpu_support.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
@@ -160,6 +162,95 @@ TEST_CASE("compiled kernels equal the interpreter bit for bit, every mode") {
     }
     check_against_interpreter<float>(sibling_tape(), -3, 3);
     check_against_interpreter<double>(sibling_tape(), -3, 3);
+}
+
+// sum_{i<blocks} sin(x[i]) exp(cos(x[i-1 mod blocks])) + x[i]^2 / (1 + x[i]^2): trig16's
+// shape, small enough for lavapipe. The cosine of x[i-1] is used a block later, so its
+// contribution to x[i-1]'s adjoint comes first in the reference order but is computed after
+// the other contributions, which wait for it.
+Tape trig_tape(std::uint32_t blocks) {
+    Tape tape = record(blocks, [&](std::span<const Var> x) {
+        Var sum(0.0);
+        for (std::uint32_t i = 0; i < blocks; ++i) {
+            const Var square = x[i] * x[i];
+            sum = sum + sin(x[i]) * exp(cos(x[(i + blocks - 1) % blocks])) + square / (1.0 + square);
+        }
+        return std::vector<Var>{sum};
+    });
+    tape.optimize();
+    return tape;
+}
+
+TEST_CASE("reverse statements placed early keep the reference order of every adjoint's sum") {
+    const Tape tape = trig_tape(2);
+    const std::string glsl = gpu::generated_glsl(tape, "gradient", false);
+    CHECK(glsl.find("precise REAL c0_") != std::string::npos);  // a contribution waited
+    check_against_interpreter<float>(tape, -2, 2);
+    check_against_interpreter<double>(tape, -2, 2);
+}
+
+// The placement's promises (reverse_order.hpp) on `tape` with `seeds` seeds: each statement after
+// what it reads and after every consumer that contributes to its adjoint; each adjoint's terms
+// numbered 0, 1, ... once each. Returns the placements.
+std::vector<std::int64_t> check_reverse_order(const Tape& tape, std::uint32_t seeds, bool from_buffer) {
+    using gpu::detail::operand;
+    const auto instructions = tape.instructions();
+    const std::size_t slots = instructions.size();
+    std::vector<bool> depends(slots, false);
+    std::vector<std::int64_t> reads(slots, gpu::detail::ReverseOrder::before_forward);
+    for (std::size_t s = 0; s < slots; ++s) {
+        const Instruction& ins = instructions[s];
+        depends[s] = ins.op == Op::Input;
+        const std::uint32_t bits = info(ins.op).partial_reads;
+        for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
+            depends[s] = depends[s] || depends[operand(ins, k)];
+            if ((bits >> k) & 1u) reads[s] = std::max<std::int64_t>(reads[s], operand(ins, k));
+        }
+        if (bits & gpu::detail::partial_reads_result) reads[s] = static_cast<std::int64_t>(s);
+    }
+    const auto order = gpu::detail::reverse_order(tape, depends, seeds, from_buffer, reads);
+    for (std::uint32_t k = 0; k < seeds; ++k) {
+        std::vector<std::vector<std::uint32_t>> terms(slots);
+        const auto outputs = tape.outputs();
+        for (std::uint32_t j = 0; j < outputs.size(); ++j)
+            if (depends[outputs[j]] && (from_buffer || j == k)) terms[outputs[j]].push_back(
+                static_cast<std::uint32_t>(terms[outputs[j]].size()));
+        for (std::size_t s = 0; s < slots; ++s) {
+            if (!order.active[s] || !order.reached[k][s]) continue;
+            CHECK(order.after[s] >= reads[s]);
+            const Instruction& ins = instructions[s];
+            for (std::uint32_t i = 0; i < arity(ins.op); ++i) {
+                const std::uint32_t x = operand(ins, i);
+                if (!depends[x]) continue;
+                terms[x].push_back(order.position[k][3 * s + i]);
+                // The consumer comes first: placed no later, and higher slots go first in a placement.
+                if (order.active[x]) CHECK(order.after[s] <= order.after[x]);
+            }
+        }
+        for (std::size_t x = 0; x < slots; ++x) {
+            std::sort(terms[x].begin(), terms[x].end());
+            CHECK(terms[x].size() == order.terms[k][x]);
+            for (std::uint32_t t = 0; t < terms[x].size(); ++t) CHECK(terms[x][t] == t);
+        }
+    }
+    return order.after;
+}
+
+TEST_CASE("reverse statements go as early as their values and consumers allow") {
+    check_reverse_order(examples::example_tape("ba"), 2, false);
+    check_reverse_order(examples::example_tape("ba"), 1, true);
+    check_reverse_order(examples::example_tape("rosenbrock16"), 1, false);
+    check_reverse_order(sibling_tape(), 3, false);
+    // trig16: every statement that reads values goes within its block (10 slots), not after the
+    // forward sweep as in the reference order.
+    const Tape trig16 = examples::example_tape("trig16");
+    const auto after = check_reverse_order(trig16, 1, false);
+    const auto instructions = trig16.instructions();
+    for (std::size_t s = 0; s < instructions.size(); ++s) {
+        if (after[s] == gpu::detail::ReverseOrder::before_forward) continue;
+        CAPTURE(s);
+        CHECK(after[s] <= static_cast<std::int64_t>(s) + 12);
+    }
 }
 
 TEST_CASE("a kernel that reads one of several inputs (random tree 30 of the conformance suite)") {

@@ -21,12 +21,12 @@ void main() {
     bool in_chunk = local_lane < group_points;
     uint lane = group_first + min(local_lane, group_points - 1u);
     uint in_base = lane * 1u;
+    precise REAL g0_1 = REAL(1);
     REAL v0 = inputs[in_base + 0u];
     REAL v1 = tv_value_exp(v0);
-    if (in_chunk) values[lane * 1u + 0u] = v1;
-    precise REAL g0_1 = REAL(1);
     REAL p1_0;
-    tv_partials_exp(v0, v1, p1_0);
+    tv_partials_exp(REAL(0), v1, p1_0);
     precise REAL g0_0 = tv_contribution(p1_0, g0_1);
+    if (in_chunk) values[lane * 1u + 0u] = v1;
     if (in_chunk) results[lane * 1u + 0u] = g0_0;
 }

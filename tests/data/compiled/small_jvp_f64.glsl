@@ -53,16 +53,16 @@ void main() {
     REAL p3_0 = -sin0;
     precise REAL t0_3 = tv_contribution(p3_0, t0_0);
     REAL p4_0, p4_1;
-    tv_partials_mul(v2, v3, v4, p4_0, p4_1);
+    tv_partials_mul(v2, v3, REAL(0), p4_0, p4_1);
     precise REAL t0_4 = tv_contribution(p4_0, t0_2) + tv_contribution(p4_1, t0_3);
     REAL p6_0, p6_1;
-    tv_partials_add(v0, v5, v6, p6_0, p6_1);
+    tv_partials_add(REAL(0), REAL(0), REAL(0), p6_0, p6_1);
     precise REAL t0_6 = tv_contribution(p6_0, t0_0);
     REAL p7_0, p7_1;
-    tv_partials_div(v1, v6, v7, p7_0, p7_1);
+    tv_partials_div(REAL(0), v6, v7, p7_0, p7_1);
     precise REAL t0_7 = tv_contribution(p7_0, t0_1) + tv_contribution(p7_1, t0_6);
     REAL p8_0, p8_1;
-    tv_partials_add(v4, v7, v8, p8_0, p8_1);
+    tv_partials_add(REAL(0), REAL(0), REAL(0), p8_0, p8_1);
     precise REAL t0_8 = tv_contribution(p8_0, t0_4) + tv_contribution(p8_1, t0_7);
     if (in_chunk) results[lane * 1u + 0u] = t0_8;
 }
