@@ -16,7 +16,7 @@
 #   3. JAX on the same points (bench/jax_bench.py), float32 and float64 (step jax);
 #   4. (only when asked: TAPEVM_GPU_BENCH_STEPS=...,tune) the interpreter's variants side by side
 #      (src/vm_gpu/tuning.hpp): each pipeline's statistics (registers, spills) in pipelines.txt,
-#      then f32 at the largest batch for each TAPEVM_GPU_TUNE entry interpreter:workgroup:chunk
+#      then f32 at the largest batch for each TAPEVM_GPU_TUNE entry interpreter:workgroup:chunk[:ops]
 #      (interpreter slots, compact or local; chunk 0 = the default size, which for local is up
 #      to 2^22 lanes: no work buffer), all records in tune.json with their variant;
 #   5. (only when asked: tune-compiled) the compiled kernels' variants: staging through shared
@@ -62,9 +62,11 @@ trap 'kill $smi 2>/dev/null' EXIT
 
 # 1. tests
 "$tapevm" devices >/dev/null 2>&1 || VK_LOADER_DEBUG=error,driver "$tapevm" devices 2>&1 | tail -20
+# TAPEVM_GPU_BENCH_TESTS="test_gpu_compiler ..." runs only those executables, without the variants.
 for exe in "$bin"/test_gpu_* "$bin"/test_conformance_gpu; do
     want tests || break
     [[ -x $exe ]] || continue
+    [[ -z ${TAPEVM_GPU_BENCH_TESTS:-} || " $TAPEVM_GPU_BENCH_TESTS " == *" $(basename "$exe") "* ]] || continue
     name=$(basename "$exe")
     start=$SECONDS
     echo "==> $name" >>"$out/tests.txt"
@@ -82,7 +84,8 @@ run_variant() {
     env "$1" TAPEVM_CACHE_DIR=/tmp/tapevm-test-cache "$bin/$2" >>"$out/tests.txt" 2>&1
     echo "test $2 ($1): exit $? ($((SECONDS - start)) s)"
 }
-if want tests; then
+if want tests && [[ -z ${TAPEVM_GPU_BENCH_TESTS:-} ]]; then
+    run_variant TAPEVM_GPU_OP_SET=all test_gpu_modes
     run_variant TAPEVM_GPU_INTERPRETER=local test_gpu_modes
     run_variant TAPEVM_GPU_INTERPRETER=compact test_gpu_modes
     run_variant TAPEVM_GPU_INTERPRETER=compact test_conformance_gpu
@@ -148,19 +151,21 @@ PY
 
 # 4. variants of the interpreter
 if want tune; then
-    for interpreter in slots compact local; do
-        TAPEVM_GPU_PIPELINE_STATS=1 TAPEVM_GPU_INTERPRETER=$interpreter "$tapevm" bench --workload ba,rosenbrock16 \
-            --backend gpu --precision f32,f64 --points 1024 --repeats 1 2>&1 | grep "gpu pipeline" >>"$out/pipelines.txt"
+    for interpreter in slots compact local local:all; do
+        TAPEVM_GPU_PIPELINE_STATS=1 TAPEVM_GPU_INTERPRETER=${interpreter%:*} TAPEVM_GPU_OP_SET=${interpreter#*:} \
+            "$tapevm" bench --workload ba,rosenbrock16,trig16 --backend gpu --precision f32,f64 --points 1024 \
+            --repeats 1 2>&1 | grep "gpu pipeline" | sed "s/^/$interpreter  /" >>"$out/pipelines.txt"
     done
     # local:64:1048576 runs the local kernels in the compact kernels' chunks, to tell the home
     # storage's effect from the chunk size's.
     default_variants="compact:64:0 local:64:0 compact:64:0 local:64:0 local:32:0 local:128:0"
     default_variants+=" compact:128:0 local:64:1048576"
     for variant in ${TAPEVM_GPU_TUNE:-$default_variants}; do
-        IFS=: read -r interpreter group chunk <<<"$variant"
+        IFS=: read -r interpreter group chunk ops <<<"$variant"
         echo "== $(date +%T) $variant"
         [[ $chunk == 0 ]] && chunk=
         TAPEVM_GPU_INTERPRETER=$interpreter TAPEVM_GPU_WORKGROUP=$group TAPEVM_GPU_CHUNK_POINTS=$chunk \
+            TAPEVM_GPU_OP_SET=${ops:-auto} \
             "$tapevm" bench --workload ba,rosenbrock16,trig16 --backend gpu --precision f32 --repeats 20 --threads 16 \
             --points "$largest" --json "/tmp/tune_$variant.json" 2>&1 | grep -E "^(ba|rosenbrock16|trig16) .* gpu " |
             sed "s/^/$variant  /"

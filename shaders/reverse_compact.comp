@@ -11,6 +11,7 @@
 // reverse_local with them in per-invocation local memory (TV_LOCAL_HOMES, compact.glsl).
 #version 450
 #extension GL_GOOGLE_include_directive : require
+#include "op_set.glsl"
 #include "ops.glsl"
 #include "interpreter.glsl"
 #include "compact.glsl"

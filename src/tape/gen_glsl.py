@@ -145,13 +145,21 @@ def generate(table, gen_ops):
         functions, arguments = op_functions(table, op, Emitter)
         lines += functions
         constant = f"TV_OP_{op['name'].upper()}"
-        value_cases.append(f"    case {constant}: return tv_value_{lower(op)}({arguments});")
+        enabled = f"TV_OP_ENABLED({op['number'] // 32}, {op['number'] % 32}u)"
+        value_cases.append(f"    case {constant}: if ({enabled}) return tv_value_{lower(op)}({arguments}); break;")
         if has_partials(op):
             outs = ", ".join(f"d{index}" for index in range(op["arity"]))
             partial_cases.append(
-                f"    case {constant}: tv_partials_{lower(op)}({arguments}, r, {outs});"
-                f" return {op['arity']}u;")
+                f"    case {constant}: if ({enabled}) {{ tv_partials_{lower(op)}({arguments}, r, {outs});"
+                f" return {op['arity']}u; }} break;")
     lines += [
+        "// The interpreters' dispatch on an op number. A kernel may leave out ops before it",
+        "// includes this file: TV_OP_ENABLED(word, bit) false for op 32 * word + bit (a",
+        "// specialization constant: shaders/op_set.glsl) turns that op's case into the default.",
+        "#ifndef TV_OP_ENABLED",
+        "#define TV_OP_ENABLED(word, bit) true",
+        "#endif",
+        "",
         "// The value of non-leaf op `op` (leaves give 0: the interpreter loads them itself).",
         "// `imm` is Powi's exponent, unused by the other ops.",
         "REAL tv_value(uint op, REAL a, REAL b, REAL c, int imm) {",
@@ -159,8 +167,9 @@ def generate(table, gen_ops):
     ]
     lines += value_cases
     lines += [
-        "    default: return REAL(0);",
+        "    default: break;",
         "    }",
+        "    return REAL(0);",
         "}",
         "",
         "// The partials of non-leaf op `op` with result r in d0, d1, d2 (the rest set to 0);",
@@ -175,8 +184,9 @@ def generate(table, gen_ops):
     ]
     lines += partial_cases
     lines += [
-        "    default: return 0u;",
+        "    default: break;",
         "    }",
+        "    return 0u;",
         "}",
         "",
     ]

@@ -111,7 +111,14 @@ Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatContro
     }
 }
 
-const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count) {
+OpSet tape_ops(const Tape& tape) {
+    OpSet ops = 0;
+    for (const Instruction& ins : tape.instructions()) ops |= OpSet{1} << static_cast<std::uint32_t>(ins.op);
+    return ops;
+}
+
+const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count,
+                                            OpSet ops) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
@@ -119,14 +126,16 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
         throw Error(std::string("gpu: internal error: the ") + kernel_name(kernel) + " pipeline asked for " +
                     std::to_string(home_count) + " homes");
     }
-    const auto key = std::tuple(kernel, double_precision, home_count);
+    if (!takes_op_set(kernel)) ops = all_ops;
+    const auto key = std::tuple(kernel, double_precision, home_count, ops);
     if (const auto found = pipelines_.find(key); found != pipelines_.end()) return found->second;
     const std::string name = std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32") +
-                             (home_count > 0 ? " homes=" + std::to_string(home_count) : "");
+                             (home_count > 0 ? " homes=" + std::to_string(home_count) : "") +
+                             (ops != all_ops ? " ops=" + std::to_string(std::popcount(ops)) : "");
     std::optional<vk::raii::Pipeline> pipeline;
     try {
-        pipeline.emplace(
-            make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr, home_count));
+        pipeline.emplace(make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr,
+                                       home_count, ops));
     } catch (...) {
         rethrow_setup_error("gpu::Kernels: cannot create the " + name + " pipeline");
     }
@@ -137,22 +146,24 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
 Kernels::~Kernels() = default;
 
 vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                          const vk::raii::PipelineCache* cache,
-                                          std::uint32_t home_count) const {
+                                          const vk::raii::PipelineCache* cache, std::uint32_t home_count,
+                                          OpSet ops) const {
     // The module with the DenormPreserve and SignedZeroInfNanPreserve modes this device allows.
     const std::size_t precision = double_precision ? 1 : 0;
     const auto code = with_inf_nan_preserve(with_denorm_preserve(spirv, denorm_widths_[precision]),
                                             inf_nan_widths_[precision]);
     const vk::raii::ShaderModule module(
         device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
-    // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count.
-    const std::array<std::uint32_t, 2> values = {workgroup_size(), home_count};
-    const std::array<vk::SpecializationMapEntry, 2> entries = {
-        vk::SpecializationMapEntry(0, 0, sizeof(std::uint32_t)),
-        vk::SpecializationMapEntry(1, sizeof(std::uint32_t), sizeof(std::uint32_t))};
-    const std::uint32_t used = home_count > 0 ? 2 : 1;
-    const vk::SpecializationInfo specialization(used, entries.data(), used * sizeof(std::uint32_t),
-                                                values.data());
+    // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count,
+    // 2 and 3 (compact and local kernels, where not all) the op set's low and high words.
+    const std::array<std::uint32_t, 4> values = {workgroup_size(), home_count, static_cast<std::uint32_t>(ops),
+                                                 static_cast<std::uint32_t>(ops >> 32)};
+    std::vector<vk::SpecializationMapEntry> entries = {vk::SpecializationMapEntry(0, 0, sizeof(std::uint32_t))};
+    for (std::uint32_t id = 1; id < values.size(); ++id)
+        if (id == 1 ? home_count > 0 : ops != all_ops)
+            entries.emplace_back(id, id * static_cast<std::uint32_t>(sizeof(std::uint32_t)), sizeof(std::uint32_t));
+    const vk::SpecializationInfo specialization(static_cast<std::uint32_t>(entries.size()), entries.data(),
+                                                values.size() * sizeof(std::uint32_t), values.data());
     const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
                                                   &specialization);
     const vk::PipelineCreateFlags flags =

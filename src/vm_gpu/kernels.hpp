@@ -60,6 +60,19 @@ constexpr std::uint32_t local_home_count(std::uint32_t homes) {
     return std::bit_ceil(std::max(homes, local_home_minimum));
 }
 
+/// The ops a compact or local pipeline handles (specialization constants 2 and 3,
+/// shaders/op_set.glsl): bit i for op number i. The driver's compiler drops the other ops'
+/// cases from the kernel's dispatch switches.
+using OpSet = std::uint64_t;
+inline constexpr OpSet all_ops = ~OpSet{0};
+static_assert(op_count <= 64, "an OpSet holds one bit per op");
+/// The ops of `tape`'s instructions.
+OpSet tape_ops(const Tape& tape);
+/// True for the kernels built with shaders/op_set.glsl (the compact and local ones).
+constexpr bool takes_op_set(Kernel kernel) {
+    return kernel == Kernel::forward_compact || kernel == Kernel::reverse_compact || is_local(kernel);
+}
+
 /// The storage-buffer bindings of set 0, as declared in shaders/interpreter.glsl.
 enum Binding : std::uint32_t {
     binding_program = 0,
@@ -102,11 +115,13 @@ public:
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
     const vk::raii::PipelineLayout& layout() const { return layout_; }
     /// The pipeline of `kernel` in double or float; created on first use and kept per
-    /// (kernel, precision, home count) (the caller holds the device's mutex). `home_count`:
+    /// (kernel, precision, home count, op set) (the caller holds the device's mutex). `home_count`:
     /// for the local kernels, the length of their home array (a local_home_count() value,
     /// at least the homes per point of every call that runs the pipeline); 0 for the others.
+    /// `ops`: the ops it must handle (takes_op_set() kernels; all_ops for the others).
     /// Throws Unsupported for double on a device without shaderFloat64.
-    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count = 0);
+    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count = 0,
+                                       OpSet ops = all_ops);
     /// The pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp) under
     /// `cache_key` (its SPIR-V's key), created on first use by create_pipeline() and then kept
     /// for the device's life: every Vm of the program that runs the same kernel shares it (a
@@ -123,10 +138,10 @@ public:
                                        const std::string& name, std::string_view cache_key);
 
 private:
-    /// `home_count` > 0 sets specialization constant 1 too.
+    /// `home_count` > 0 sets specialization constant 1 too, `ops` other than all_ops 2 and 3.
     vk::raii::Pipeline make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                     const vk::raii::PipelineCache* cache,
-                                     std::uint32_t home_count = 0) const;
+                                     const vk::raii::PipelineCache* cache, std::uint32_t home_count = 0,
+                                     OpSet ops = all_ops) const;
     void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
 
     const vk::raii::Device& device_;
@@ -137,8 +152,8 @@ private:
     std::map<std::string, vk::raii::Pipeline> compiled_;        // compiled_pipeline()'s, by key
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
-    // By (kernel, double precision, home count); std::map keeps references stable.
-    std::map<std::tuple<Kernel, bool, std::uint32_t>, vk::raii::Pipeline> pipelines_;
+    // By (kernel, double precision, home count, op set); std::map keeps references stable.
+    std::map<std::tuple<Kernel, bool, std::uint32_t, OpSet>, vk::raii::Pipeline> pipelines_;
     std::string cache_key_;
 };
 

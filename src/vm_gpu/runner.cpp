@@ -87,7 +87,7 @@ std::uint32_t Runner::local_homes(const Call& call) const {
 
 const vk::raii::Pipeline& Runner::pipeline(const Call& call) const {
     if (call.compiled != nullptr) return *call.compiled;
-    return device_->kernels().pipeline(kernel(call), call.double_precision, local_homes(call));
+    return device_->kernels().pipeline(kernel(call), call.double_precision, local_homes(call), ops_);
 }
 
 std::uint64_t Runner::work_values_per_lane(const Call& call) const {
@@ -169,6 +169,10 @@ Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t req
     : device_(std::move(device)), tape_(tape),
       requested_chunk_points_(requested_chunk_points != 0 ? requested_chunk_points : tuning.chunk_points),
       interpreter_(tuning.interpreter), local_home_limit_(tuning.local_homes),
+      ops_(tuning.op_set == OpSetChoice::tape ||
+                   (tuning.op_set == OpSetChoice::automatic && device_->info().type != "cpu")
+               ? tape_ops(tape)
+               : all_ops),
       compact_forward_(compact_program(tape, false)), compact_reverse_(compact_program(tape, true)) {
     const auto& vk_device = device_->device();
     try {

@@ -84,6 +84,8 @@ public:
     /// The length of the local kernel's home array for `call` (kernels.hpp:
     /// local_home_count), or 0 when `call` does not run a local kernel.
     std::uint32_t local_homes(const Call& call) const;
+    /// The ops the compact and local pipelines are specialised for (TAPEVM_GPU_OP_SET).
+    OpSet ops() const { return ops_; }
 
     void upload(const DeviceBuffer& destination, const void* source, std::uint64_t bytes);
     void download(const DeviceBuffer& source, void* destination, std::uint64_t bytes);
@@ -109,7 +111,8 @@ private:
     /// slot-order kernel.
     const CompactProgram* compact(const Call& call) const;
     /// The pipeline that runs `call`: its compiled kernel, or the interpreter's kernel(call),
-    /// specialised for local_homes(call) homes where that is a local kernel.
+    /// specialised for local_homes(call) homes where that is a local kernel and for ops_ where
+    /// it is a compact or local one.
     const vk::raii::Pipeline& pipeline(const Call& call) const;
     std::uint32_t segment_slots(const Call& call) const;
     std::vector<Segment> segments(const Call& call) const;
@@ -133,6 +136,7 @@ private:
     std::size_t requested_chunk_points_;
     Interpreter interpreter_;         // TAPEVM_GPU_INTERPRETER
     std::uint64_t local_home_limit_;  // TAPEVM_GPU_LOCAL_HOMES
+    OpSet ops_;                       // what the compact and local pipelines handle (TAPEVM_GPU_OP_SET)
     CompactProgram compact_forward_, compact_reverse_;
     DeviceBuffer program_, compact_forward_buffer_, compact_reverse_buffer_, constants_f32_, constants_f64_,
         output_slots_, guards_, dummy_;

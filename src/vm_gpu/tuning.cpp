@@ -25,23 +25,34 @@ std::size_t whole_number(const char* name, std::size_t fallback, std::size_t low
     return static_cast<std::size_t>(value);
 }
 
+// The choice named in variable `name` among `names` (`fallback` when unset); throws naming
+// the variable and every choice otherwise.
+template <class Choice, std::size_t count>
+Choice choice(const char* name, const std::pair<const char*, Choice> (&names)[count], Choice fallback) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') return fallback;
+    const std::string value = text;
+    const auto* found =
+        std::find_if(std::begin(names), std::end(names), [&](const auto& entry) { return value == entry.first; });
+    if (found != std::end(names)) return found->second;
+    std::string listed;
+    for (std::size_t i = 0; i < count; ++i)
+        listed += std::string(i == 0 ? "" : (i + 1 == count ? " or " : ", ")) + "'" + names[i].first + "'";
+    throw Error(std::string(name) + " must be " + listed + ", not '" + value + "'");
+}
+
 }  // namespace
 
 Tuning read_tuning() {
     Tuning tuning;
-    if (const char* text = std::getenv("TAPEVM_GPU_INTERPRETER"); text != nullptr && *text != '\0') {
-        const std::string value = text;
-        constexpr std::pair<const char*, Interpreter> names[] = {{"auto", Interpreter::automatic},
-                                                                 {"local", Interpreter::local},
-                                                                 {"compact", Interpreter::compact},
-                                                                 {"slots", Interpreter::slots}};
-        const auto* found = std::find_if(std::begin(names), std::end(names),
-                                         [&](const auto& entry) { return value == entry.first; });
-        if (found == std::end(names))
-            throw Error("TAPEVM_GPU_INTERPRETER must be 'auto', 'local', 'compact' or 'slots', not '" +
-                        value + "'");
-        tuning.interpreter = found->second;
-    }
+    constexpr std::pair<const char*, Interpreter> interpreters[] = {{"auto", Interpreter::automatic},
+                                                                    {"local", Interpreter::local},
+                                                                    {"compact", Interpreter::compact},
+                                                                    {"slots", Interpreter::slots}};
+    tuning.interpreter = choice("TAPEVM_GPU_INTERPRETER", interpreters, Interpreter::automatic);
+    constexpr std::pair<const char*, OpSetChoice> op_sets[] = {
+        {"auto", OpSetChoice::automatic}, {"tape", OpSetChoice::tape}, {"all", OpSetChoice::all}};
+    tuning.op_set = choice("TAPEVM_GPU_OP_SET", op_sets, OpSetChoice::automatic);
     tuning.local_homes = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_LOCAL_HOMES", 512, 1, 65536));
     tuning.workgroup_size = static_cast<std::uint32_t>(whole_number("TAPEVM_GPU_WORKGROUP", 64, 32, 1024));
     if ((tuning.workgroup_size & (tuning.workgroup_size - 1)) != 0)

@@ -12,6 +12,11 @@
 //                                         compiles each local pipeline for seconds). slots: a
 //                                         work row per slot and plane, shaders/forward.comp
 //                                         and reverse.comp
+//   TAPEVM_GPU_OP_SET=auto|tape|all       the ops the compact and local kernels' pipelines handle
+//                                         (kernels.hpp: OpSet). tape: only the tape's (a
+//                                         pipeline per op set, the others' cases compiled out).
+//                                         auto (the default): tape on GPUs, all on CPU devices
+//                                         (lavapipe takes seconds per pipeline)
 //   TAPEVM_GPU_LOCAL_HOMES=N              the most homes per point (values + seeds x adjoints)
 //                                         the local kernels take, 1 to 65536 (default 512)
 //   TAPEVM_GPU_WORKGROUP=N                invocations per workgroup, a power of two from 32 to
@@ -33,9 +38,12 @@ namespace tapevm::gpu::detail {
 /// Which kernels run forward and reverse calls (TAPEVM_GPU_INTERPRETER); local falls back
 /// to compact where a call does not fit it.
 enum class Interpreter { automatic, local, compact, slots };
+/// Which ops the compact and local pipelines handle (TAPEVM_GPU_OP_SET).
+enum class OpSetChoice { automatic, tape, all };
 
 struct Tuning {
     Interpreter interpreter = Interpreter::automatic;
+    OpSetChoice op_set = OpSetChoice::automatic;
     std::uint32_t local_homes = 512;
     std::uint32_t workgroup_size = 64;
     std::size_t chunk_points = 0;

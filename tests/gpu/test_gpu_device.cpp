@@ -197,7 +197,7 @@ TEST_CASE("the program buffer carries each op's number of slot operands") {
 
 TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in the error") {
     const char* names[] = {"TAPEVM_GPU_INTERPRETER", "TAPEVM_GPU_WORKGROUP", "TAPEVM_GPU_CHUNK_POINTS",
-                           "TAPEVM_GPU_PIPELINE_STATS", "TAPEVM_GPU_LOCAL_HOMES"};
+                           "TAPEVM_GPU_PIPELINE_STATS", "TAPEVM_GPU_LOCAL_HOMES", "TAPEVM_GPU_OP_SET"};
     std::vector<std::string> saved;
     for (const char* name : names) {
         const char* value = std::getenv(name);
@@ -205,8 +205,10 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
         unsetenv(name);
     }
     using gpu::detail::Interpreter;
+    using gpu::detail::OpSetChoice;
     const auto defaults = gpu::detail::read_tuning();
     CHECK(defaults.interpreter == Interpreter::automatic);
+    CHECK(defaults.op_set == OpSetChoice::automatic);
     CHECK(defaults.local_homes == 512);
     CHECK(defaults.workgroup_size == 64);
     CHECK(defaults.chunk_points == 0);
@@ -215,7 +217,11 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
     setenv("TAPEVM_GPU_WORKGROUP", "256", 1);
     setenv("TAPEVM_GPU_CHUNK_POINTS", "1000", 1);
     setenv("TAPEVM_GPU_LOCAL_HOMES", "96", 1);
+    setenv("TAPEVM_GPU_OP_SET", "tape", 1);
     const auto set = gpu::detail::read_tuning();
+    CHECK(set.op_set == OpSetChoice::tape);
+    setenv("TAPEVM_GPU_OP_SET", "all", 1);
+    CHECK(gpu::detail::read_tuning().op_set == OpSetChoice::all);
     CHECK(set.interpreter == Interpreter::slots);
     CHECK(set.workgroup_size == 256);
     CHECK(set.chunk_points == 1000);
@@ -235,7 +241,8 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
         {"TAPEVM_GPU_INTERPRETER", "local "}, {"TAPEVM_GPU_LOCAL_HOMES", "0"},
         {"TAPEVM_GPU_LOCAL_HOMES", "65537"},  {"TAPEVM_GPU_LOCAL_HOMES", "many"},
         {"TAPEVM_GPU_WORKGROUP", "48"},       {"TAPEVM_GPU_WORKGROUP", "2048"},
-        {"TAPEVM_GPU_CHUNK_POINTS", "-5"},    {"TAPEVM_GPU_PIPELINE_STATS", "yes"}};
+        {"TAPEVM_GPU_CHUNK_POINTS", "-5"},    {"TAPEVM_GPU_PIPELINE_STATS", "yes"},
+        {"TAPEVM_GPU_OP_SET", "Tape"},        {"TAPEVM_GPU_OP_SET", "some"}};
     for (const auto& entry : bad) {
         const char* name = entry.first;
         const char* value = entry.second;
@@ -378,6 +385,34 @@ TEST_CASE("the interpreters: local within the home limit, else compact; auto pic
     CHECK(auto_runner.kernel(vjp) == (on_cpu ? Kernel::reverse_compact : Kernel::reverse_local));
     CHECK(auto_runner.kernel(jacobian) == (on_cpu ? Kernel::reverse_compact : Kernel::reverse_local));
     CHECK(auto_runner.kernel(hvp) == Kernel::hvp);
+}
+
+// The compact and local pipelines handle only the tape's ops on GPUs (the others' cases compiled
+// out: shaders/op_set.glsl), all ops on CPU devices unless TAPEVM_GPU_OP_SET says.
+TEST_CASE("the op set of the compact and local pipelines: the tape's, or all") {
+    using gpu::detail::OpSetChoice;
+    const Tape tape = examples::example_tape("rosenbrock16");
+    gpu::detail::OpSet expected = 0;
+    for (const Instruction& ins : tape.instructions())
+        expected |= gpu::detail::OpSet{1} << static_cast<std::uint32_t>(ins.op);
+    CHECK(gpu::detail::tape_ops(tape) == expected);
+    CHECK((expected >> static_cast<std::uint32_t>(Op::Mul) & 1u) == 1u);
+    CHECK((expected >> static_cast<std::uint32_t>(Op::Sin) & 1u) == 0u);
+    CHECK(gpu::detail::takes_op_set(gpu::detail::Kernel::reverse_local));
+    CHECK(gpu::detail::takes_op_set(gpu::detail::Kernel::forward_compact));
+    CHECK(!gpu::detail::takes_op_set(gpu::detail::Kernel::hvp));
+
+    const auto device = gpu::detail::Device::acquire(test_options());
+    const std::lock_guard lock(device->mutex());
+    const auto ops_with = [&](OpSetChoice choice) {
+        gpu::detail::Tuning tuning;
+        tuning.op_set = choice;
+        return gpu::detail::Runner(device, tape, 0, tuning).ops();
+    };
+    CHECK(ops_with(OpSetChoice::tape) == expected);
+    CHECK(ops_with(OpSetChoice::all) == gpu::detail::all_ops);
+    const bool on_cpu = device->info().type == "cpu";
+    CHECK(ops_with(OpSetChoice::automatic) == (on_cpu ? gpu::detail::all_ops : expected));
 }
 
 // Last in this file: it replaces the shared device. A lost device (as after
