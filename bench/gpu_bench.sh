@@ -97,14 +97,16 @@ fi
 # f32 by `tapevm inspect --plan --compile` in a new process with an empty cache (cold: GLSL,
 # glslang, the driver's pipeline; the first kernel of a process also pays glslang's start-up),
 # then twice more in new processes with that cache (SPIR-V and the driver's pipeline cache on
-# disk), into compile.txt.
+# disk), into compile.txt. NVIDIA's driver keeps a shader cache of its own, which would make a
+# kernel built earlier in this script "cold" for tapevm only: it is off here (__GL_SHADER_DISK_CACHE=0),
+# so the disk-cache runs measure tapevm's caches (SPIR-V and VkPipelineCache) alone.
 if want compile; then
     for w in ${TAPEVM_GPU_BENCH_COMPILE:-rosenbrock16 trig16 ba mlp16 mlp}; do
         "$tapevm" bench --workload "$w" --write-tape "/tmp/$w.tape" >/dev/null 2>&1 || continue
         rm -rf /tmp/tapevm-compile-cache
         for run in cold disk-cache disk-cache; do
             echo "== $w f32, $run" >>"$out/compile.txt"
-            TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan --compile \
+            __GL_SHADER_DISK_CACHE=0 TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan --compile \
                 >>"$out/compile.txt" 2>&1
         done
     done
