@@ -117,25 +117,27 @@ OpSet tape_ops(const Tape& tape) {
     return ops;
 }
 
-const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count,
-                                            OpSet ops) {
+const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision, Specialization specialization) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
+    const std::uint32_t home_count = specialization.home_count;
     if (is_local(kernel) != (home_count > 0)) {
         throw Error(std::string("gpu: internal error: the ") + kernel_name(kernel) + " pipeline asked for " +
                     std::to_string(home_count) + " homes");
     }
-    if (!takes_op_set(kernel)) ops = all_ops;
-    const auto key = std::tuple(kernel, double_precision, home_count, ops);
+    if (!takes_op_set(kernel)) specialization.ops = all_ops, specialization.directions = 0;
+    const auto key = std::tuple(kernel, double_precision, specialization);
     if (const auto found = pipelines_.find(key); found != pipelines_.end()) return found->second;
+    const OpSet ops = specialization.ops;
     const std::string name = std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32") +
                              (home_count > 0 ? " homes=" + std::to_string(home_count) : "") +
-                             (ops != all_ops ? " ops=" + std::to_string(std::popcount(ops)) : "");
+                             (ops != all_ops ? " ops=" + std::to_string(std::popcount(ops)) : "") +
+                             (specialization.directions > 0 ? " K=" + std::to_string(specialization.directions) : "");
     std::optional<vk::raii::Pipeline> pipeline;
     try {
-        pipeline.emplace(make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr,
-                                       home_count, ops));
+        pipeline.emplace(
+            make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr, specialization));
     } catch (...) {
         rethrow_setup_error("gpu::Kernels: cannot create the " + name + " pipeline");
     }
@@ -146,8 +148,8 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
 Kernels::~Kernels() = default;
 
 vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                          const vk::raii::PipelineCache* cache, std::uint32_t home_count,
-                                          OpSet ops) const {
+                                          const vk::raii::PipelineCache* cache,
+                                          Specialization specialization) const {
     // The module with the DenormPreserve and SignedZeroInfNanPreserve modes this device allows.
     const std::size_t precision = double_precision ? 1 : 0;
     const auto code = with_inf_nan_preserve(with_denorm_preserve(spirv, denorm_widths_[precision]),
@@ -155,17 +157,22 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
     const vk::raii::ShaderModule module(
         device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
     // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count,
-    // 2 and 3 (compact and local kernels, where not all) the op set's low and high words.
-    const std::array<std::uint32_t, 4> values = {workgroup_size(), home_count, static_cast<std::uint32_t>(ops),
-                                                 static_cast<std::uint32_t>(ops >> 32)};
-    std::vector<vk::SpecializationMapEntry> entries = {vk::SpecializationMapEntry(0, 0, sizeof(std::uint32_t))};
-    for (std::uint32_t id = 1; id < values.size(); ++id)
-        if (id == 1 ? home_count > 0 : ops != all_ops)
+    // 2 and 3 (compact and local kernels, where not all) the op set's low and high words, 5
+    // (where not 0) the seeds; slot 4 of `values` is unused.
+    const OpSet ops = specialization.ops;
+    const std::array<std::uint32_t, 6> values = {workgroup_size(), specialization.home_count,
+                                                 static_cast<std::uint32_t>(ops), static_cast<std::uint32_t>(ops >> 32),
+                                                 0, specialization.directions};
+    const std::array<bool, 6> set = {true, specialization.home_count > 0, ops != all_ops, ops != all_ops, false,
+                                     specialization.directions > 0};
+    std::vector<vk::SpecializationMapEntry> entries;
+    for (std::uint32_t id = 0; id < values.size(); ++id)
+        if (set[id])
             entries.emplace_back(id, id * static_cast<std::uint32_t>(sizeof(std::uint32_t)), sizeof(std::uint32_t));
-    const vk::SpecializationInfo specialization(static_cast<std::uint32_t>(entries.size()), entries.data(),
-                                                values.size() * sizeof(std::uint32_t), values.data());
+    const vk::SpecializationInfo constants(static_cast<std::uint32_t>(entries.size()), entries.data(),
+                                           values.size() * sizeof(std::uint32_t), values.data());
     const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
-                                                  &specialization);
+                                                  &constants);
     const vk::PipelineCreateFlags flags =
         statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
     return vk::raii::Pipeline(

@@ -73,6 +73,15 @@ constexpr bool takes_op_set(Kernel kernel) {
     return kernel == Kernel::forward_compact || kernel == Kernel::reverse_compact || is_local(kernel);
 }
 
+/// What an interpreter pipeline is made for besides its kernel and precision: its
+/// specialization constants (shaders/compact.glsl, shaders/op_set.glsl).
+struct Specialization {
+    std::uint32_t home_count = 0;  // 1: the local kernels' home array (0 for the others)
+    OpSet ops = all_ops;           // 2 and 3: the ops the compact and local kernels handle
+    std::uint32_t directions = 0;  // 5: their seeds K in reverse mode (0: the push constant says)
+    friend auto operator<=>(const Specialization&, const Specialization&) = default;
+};
+
 /// The storage-buffer bindings of set 0, as declared in shaders/interpreter.glsl.
 enum Binding : std::uint32_t {
     binding_program = 0,
@@ -115,13 +124,12 @@ public:
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
     const vk::raii::PipelineLayout& layout() const { return layout_; }
     /// The pipeline of `kernel` in double or float; created on first use and kept per
-    /// (kernel, precision, home count, op set) (the caller holds the device's mutex). `home_count`:
-    /// for the local kernels, the length of their home array (a local_home_count() value,
-    /// at least the homes per point of every call that runs the pipeline); 0 for the others.
-    /// `ops`: the ops it must handle (takes_op_set() kernels; all_ops for the others).
+    /// (kernel, precision, specialization) (the caller holds the device's mutex).
+    /// `specialization.home_count`: for the local kernels, the length of their home array (a
+    /// local_home_count() value, at least the homes per point of every call that runs the
+    /// pipeline); 0 for the others. Its ops and directions apply to takes_op_set() kernels only.
     /// Throws Unsupported for double on a device without shaderFloat64.
-    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, std::uint32_t home_count = 0,
-                                       OpSet ops = all_ops);
+    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, Specialization specialization = {});
     /// The pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp) under
     /// `cache_key` (its SPIR-V's key), created on first use by create_pipeline() and then kept
     /// for the device's life: every Vm of the program that runs the same kernel shares it (a
@@ -138,10 +146,10 @@ public:
                                        const std::string& name, std::string_view cache_key);
 
 private:
-    /// `home_count` > 0 sets specialization constant 1 too, `ops` other than all_ops 2 and 3.
+    /// Sets specialization constant 0 (the workgroup size) and those of `specialization` that
+    /// differ from their defaults.
     vk::raii::Pipeline make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                     const vk::raii::PipelineCache* cache, std::uint32_t home_count = 0,
-                                     OpSet ops = all_ops) const;
+                                     const vk::raii::PipelineCache* cache, Specialization specialization = {}) const;
     void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
 
     const vk::raii::Device& device_;
@@ -152,8 +160,8 @@ private:
     std::map<std::string, vk::raii::Pipeline> compiled_;        // compiled_pipeline()'s, by key
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
-    // By (kernel, double precision, home count, op set); std::map keeps references stable.
-    std::map<std::tuple<Kernel, bool, std::uint32_t, OpSet>, vk::raii::Pipeline> pipelines_;
+    // By (kernel, double precision, specialization); std::map keeps references stable.
+    std::map<std::tuple<Kernel, bool, Specialization>, vk::raii::Pipeline> pipelines_;
     std::string cache_key_;
 };
 

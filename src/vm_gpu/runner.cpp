@@ -87,7 +87,11 @@ std::uint32_t Runner::local_homes(const Call& call) const {
 
 const vk::raii::Pipeline& Runner::pipeline(const Call& call) const {
     if (call.compiled != nullptr) return *call.compiled;
-    return device_->kernels().pipeline(kernel(call), call.double_precision, local_homes(call), ops_);
+    // Pipelines made for the tape (its ops) are made for the call's seeds too.
+    const bool reverse = call.kernel == Kernel::reverse;
+    return device_->kernels().pipeline(
+        kernel(call), call.double_precision,
+        {local_homes(call), ops_, ops_ != all_ops && reverse ? call.directions : 0u});
 }
 
 std::uint64_t Runner::work_values_per_lane(const Call& call) const {

@@ -14,7 +14,8 @@
 //                                         and reverse.comp
 //   TAPEVM_GPU_OP_SET=auto|tape|all       the ops the compact and local kernels' pipelines handle
 //                                         (kernels.hpp: OpSet). tape: only the tape's (a
-//                                         pipeline per op set, the others' cases compiled out).
+//                                         pipeline per op set, the others' cases compiled out),
+//                                         and in reverse mode the call's seeds K fixed too.
 //                                         auto (the default): tape on GPUs, all on CPU devices
 //                                         (lavapipe takes seconds per pipeline)
 //   TAPEVM_GPU_LOCAL_HOMES=N              the most homes per point (values + seeds x adjoints)
