@@ -10,8 +10,9 @@
 // A unary op whose partial is another op's value at the same operand (Sin: Cos) takes it from
 // that op's slot when the tape has it (partial_sibling, generated from the op table). The formulas are
 // ops.glsl's tv_value_<op> and tv_partials_<op> (and dual_ops.glsl's for hvp), generated from the op table
-// like the interpreter's, and the sweeps follow the reference VM's order of operations, so compiled kernels
-// and the interpreter agree on every op and edge case.
+// like the interpreter's, and every value and adjoint is computed with the reference VM's operations in its
+// order of summation, so compiled kernels and the interpreter agree on every op and edge case. Reverse
+// statements are placed among the forward ones as early as they can run (reverse_order.hpp).
 #pragma once
 
 #include <cstddef>
