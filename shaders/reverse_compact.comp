@@ -30,7 +30,7 @@ void contribute(uint k, uint target, uint flags, uint position, REAL partial, RE
 void main() {
     uint lane = gl_GlobalInvocationID.x;
     if (lane >= pc.points) return;
-    // The seeds K: specialization constant 5 where the runtime fixes it (pipelines made for
+    // The seeds K: specialization constant 4 where the runtime fixes it (pipelines made for
     // a tape, shaders/op_set.glsl), so that the loops over the seeds unroll; else the push constant.
     uint seeds = TV_DIRECTIONS != 0u ? TV_DIRECTIONS : pc.directions;
     uint n = pc.input_count;

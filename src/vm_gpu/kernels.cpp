@@ -157,13 +157,13 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
     const vk::raii::ShaderModule module(
         device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
     // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count,
-    // 2 and 3 (compact and local kernels, where not all) the op set's low and high words, 5
-    // (where not 0) the seeds; slot 4 of `values` is unused.
+    // 2 and 3 (compact and local kernels, where not all) the op set's low and high words, 4
+    // (where not 0) the seeds.
     const OpSet ops = specialization.ops;
-    const std::array<std::uint32_t, 6> values = {workgroup_size(), specialization.home_count,
+    const std::array<std::uint32_t, 5> values = {workgroup_size(), specialization.home_count,
                                                  static_cast<std::uint32_t>(ops), static_cast<std::uint32_t>(ops >> 32),
-                                                 0, specialization.directions};
-    const std::array<bool, 6> set = {true, specialization.home_count > 0, ops != all_ops, ops != all_ops, false,
+                                                 specialization.directions};
+    const std::array<bool, 5> set = {true, specialization.home_count > 0, ops != all_ops, ops != all_ops,
                                      specialization.directions > 0};
     std::vector<vk::SpecializationMapEntry> entries;
     for (std::uint32_t id = 0; id < values.size(); ++id)

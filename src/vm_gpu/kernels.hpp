@@ -78,7 +78,7 @@ constexpr bool takes_op_set(Kernel kernel) {
 struct Specialization {
     std::uint32_t home_count = 0;  // 1: the local kernels' home array (0 for the others)
     OpSet ops = all_ops;           // 2 and 3: the ops the compact and local kernels handle
-    std::uint32_t directions = 0;  // 5: their seeds K in reverse mode (0: the push constant says)
+    std::uint32_t directions = 0;  // 4: their seeds K in reverse mode (0: the push constant says)
     friend auto operator<=>(const Specialization&, const Specialization&) = default;
 };
 
