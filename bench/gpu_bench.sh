@@ -100,14 +100,18 @@ fi
 # disk), into compile.txt. NVIDIA's driver keeps a shader cache of its own, which would make a
 # kernel built earlier in this script "cold" for tapevm only: it is off here (__GL_SHADER_DISK_CACHE=0),
 # so the disk-cache runs measure tapevm's caches (SPIR-V and VkPipelineCache) alone.
+# An entry WORKLOAD:MODE times that mode only (mlp16:gradient: the ~1,000-instruction tape).
 if want compile; then
-    for w in ${TAPEVM_GPU_BENCH_COMPILE:-rosenbrock16 trig16 ba mlp16 mlp}; do
+    for entry in ${TAPEVM_GPU_BENCH_COMPILE:-rosenbrock16 trig16 ba mlp16:gradient mlp16:forward}; do
+        w=${entry%%:*}
+        mode=()
+        [[ $entry == *:* ]] && mode=(--mode "${entry#*:}")
         "$tapevm" bench --workload "$w" --write-tape "/tmp/$w.tape" >/dev/null 2>&1 || continue
         rm -rf /tmp/tapevm-compile-cache
         for run in cold disk-cache disk-cache; do
-            echo "== $w f32, $run" >>"$out/compile.txt"
-            __GL_SHADER_DISK_CACHE=0 TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan --compile \
-                >>"$out/compile.txt" 2>&1
+            echo "== $entry f32, $run" >>"$out/compile.txt"
+            __GL_SHADER_DISK_CACHE=0 TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan \
+                "${mode[@]}" --compile >>"$out/compile.txt" 2>&1
         done
     done
     echo "compile: done ($(grep -c compiled "$out/compile.txt") kernels)"

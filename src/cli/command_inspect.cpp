@@ -1,6 +1,10 @@
 // tapevm inspect: print a .tape file's counts and instructions, the GLSL the tape compiler
 // generates for it, or what the GPU VM's compiled engine would run for each mode.
 #include <cstdio>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
 
 #include "arguments.hpp"
 #include "backend.hpp"
@@ -13,7 +17,7 @@ namespace {
 
 constexpr std::string_view help = R"(usage: tapevm inspect FILE
        tapevm inspect FILE --glsl MODE [--precision f32|f64]
-       tapevm inspect FILE --plan [--precision f32|f64] [--compile] [--device D]
+       tapevm inspect FILE --plan [--mode MODE] [--precision f32|f64] [--compile] [--device D]
 
 Prints the counts of the .tape file FILE (inputs, parameters, outputs, instructions,
 constants, guards) and its instructions, one per line, then its outputs and guards.
@@ -27,12 +31,14 @@ options:
   --compile         with --plan: also compile each kernel on the GPU device and print what
                     it took (generating the GLSL, glslang, the driver's pipeline) and whether
                     the SPIR-V came from the cache
+  --mode MODE       with --plan: that mode only (e.g. to time one kernel of a large tape)
   --device D        the device for --compile (index or name substring)
   --precision NAME  f32 (default) or f64
 )";
 
 constexpr OptionSpec options[] = {{"--glsl", true},      {"--plan", false},  {"--compile", false},
-                                  {"--precision", true}, {"--device", true}, {"--help", false}};
+                                  {"--precision", true}, {"--device", true}, {"--mode", true},
+                                  {"--help", false}};
 
 constexpr std::string_view modes[] = {"forward", "gradient", "jacobian",          "jvp",
                                       "vjp",     "hvp",      "value_and_gradient"};
@@ -43,15 +49,25 @@ std::string milliseconds(double seconds) {
     return text;
 }
 
+// The modes --plan reports: `only` where given, else every mode the tape has.
+std::vector<std::string_view> planned_modes(const Tape& tape, std::optional<std::string_view> only) {
+    std::vector<std::string_view> chosen;
+    for (const std::string_view mode : modes) {
+        if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
+        if (!only || *only == mode) chosen.push_back(mode);
+    }
+    return chosen;
+}
+
 template <class Real>
-void print_compiled_plans(const Tape& tape, const std::string& device, std::ostream& out) {
+void print_compiled_plans(const Tape& tape, std::span<const std::string_view> chosen, const std::string& device,
+                          std::ostream& out) {
     gpu::Options options;
     options.device = device;
     options.engine = gpu::Engine::compiled;
     const gpu::Vm vm(tape, options);
     out << "device: " << vm.device().name << "\n";
-    for (const std::string_view mode : modes) {
-        if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
+    for (const std::string_view mode : chosen) {
         const gpu::CompilePlan plan = vm.compile_plan<Real>(mode);
         out << mode << ": ";
         if (!plan.compiled) {
@@ -66,6 +82,18 @@ void print_compiled_plans(const Tape& tape, const std::string& device, std::ostr
     }
 }
 
+// Throws UsageError unless `mode` is a mode the tape has.
+void check_mode(const Tape& tape, std::string_view mode) {
+    bool known = false;
+    for (const std::string_view name : modes) known = known || name == mode;
+    if (!known)
+        throw UsageError("inspect: unknown mode '" + std::string(mode) +
+                         "' (known: forward, gradient, jacobian, jvp, vjp, hvp, value_and_gradient)");
+    if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1)
+        throw UsageError("inspect: " + std::string(mode) + " needs a tape with one output; this one has " +
+                         std::to_string(tape.output_count()));
+}
+
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&) {
     const Arguments arguments = parse_arguments("inspect", args, options);
     if (arguments.answered_help(help, out)) return 0;
@@ -78,33 +106,29 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         throw UsageError("inspect: --device needs --compile");
     if (arguments.has("--glsl") && arguments.has("--plan"))
         throw UsageError("inspect: give --glsl or --plan, not both");
+    if (arguments.has("--mode") && !arguments.has("--plan"))
+        throw UsageError("inspect: --mode needs --plan (--glsl takes its mode itself)");
     const Tape tape = read_tape_file(arguments.positional().front());
     if (const auto mode = arguments.value("--glsl")) {
-        bool known = false;
-        for (const std::string_view name : modes) known = known || name == *mode;
-        if (!known)
-            throw UsageError("inspect: unknown mode '" + std::string(*mode) +
-                             "' (known: forward, gradient, jacobian, jvp, vjp, hvp, value_and_gradient)");
-        if ((*mode == "gradient" || *mode == "value_and_gradient") && tape.output_count() != 1)
-            throw UsageError("inspect: " + std::string(*mode) +
-                             " needs a tape with one output; this one has " +
-                             std::to_string(tape.output_count()));
+        check_mode(tape, *mode);
         out << gpu::generated_glsl(tape, *mode, double_precision);
         return 0;
     }
     if (arguments.has("--plan")) {
+        const auto only = arguments.value("--mode");
+        if (only) check_mode(tape, *only);
+        const std::vector<std::string_view> chosen = planned_modes(tape, only);
         if (arguments.has("--compile")) {
             const std::string device(arguments.value("--device").value_or(""));
             if (double_precision)
-                print_compiled_plans<double>(tape, device, out);
+                print_compiled_plans<double>(tape, chosen, device, out);
             else
-                print_compiled_plans<float>(tape, device, out);
+                print_compiled_plans<float>(tape, chosen, device, out);
             return 0;
         }
         out << "compiled engine on a GPU, " << (double_precision ? "f64" : "f32")
             << " (a kernel over TAPEVM_GPU_COMPILE_LIMIT statements, default 20000, runs the interpreter):\n";
-        for (const std::string_view mode : modes) {
-            if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
+        for (const std::string_view mode : chosen) {
             const gpu::CompilePlan plan = gpu::planned_compile(tape, mode, double_precision);
             out << mode << ": "
                 << (plan.compiled ? "compiled, " + std::to_string(plan.statements) + " statements, " +

@@ -58,6 +58,27 @@ TEST_CASE("tapevm inspect --plan says per mode what the compiled engine runs, --
     CHECK(plan.out.find("statements, 64 math-library calls\n") != std::string::npos);
     for (const char* mode : {"gradient", "jacobian", "jvp", "vjp", "hvp", "value_and_gradient"})
         CHECK(plan.out.find(std::string("\n") + mode + ": compiled, ") != std::string::npos);
+    const Run one = run_cli({"inspect", tape_path, "--plan", "--mode", "hvp"});
+    INFO(one.err);
+    CHECK(one.status == 0);
+    CHECK(one.out.find("\nhvp: compiled, ") != std::string::npos);
+    CHECK(one.out.find("forward:") == std::string::npos);
+    CHECK(one.out.find("gradient:") == std::string::npos);
+    CHECK(run_cli({"inspect", tape_path, "--plan", "--mode", "sideways"}).status == 2);
+    CHECK(run_cli({"inspect", tape_path, "--mode", "hvp"}).status == 2);
+    // --compile builds the kernel on the device and says what each step took.
+    const std::string small_path = (directory / "r.tape").string();
+    save_file(examples::example_tape("rosenbrock16"), small_path);
+    const Run compiled = run_cli({"inspect", small_path, "--plan", "--mode", "forward", "--compile"});
+    INFO(compiled.err);
+    CHECK(compiled.status == 0);
+    CHECK(compiled.out.find("device: ") == 0);
+    // (lavapipe without GALLIVM_PERF=nopt runs the interpreter instead, and says why.)
+    if (compiled.out.find("\nforward: interpreter (lavapipe") == std::string::npos) {
+        CHECK(compiled.out.find("\nforward: compiled, ") != std::string::npos);
+        CHECK(compiled.out.find(", pipeline ") != std::string::npos);
+    }
+    CHECK(compiled.out.find("gradient:") == std::string::npos);
     const Run glsl = run_cli({"inspect", tape_path, "--glsl", "forward"});
     CHECK(glsl.status == 0);
     CHECK(glsl.out.find("void main()") != std::string::npos);
