@@ -50,11 +50,22 @@ precise double tv_contribution(double partial, double seed) {
 precise double tv_sign(double x) { return x > 0.0LF ? 1.0LF : (x < 0.0LF ? -1.0LF : x); }
 precise double tv_floor(double x) { return floor(x); }
 precise double tv_ceil(double x) { return ceil(x); }
-precise double tv_trunc(double x) { return trunc(x); }
+// Truncation by clearing the fraction's bits below the binary point: exact for every double,
+// the sign of zeros and of small negatives kept. Not GLSL's trunc(double): lavapipe (Mesa 22.3,
+// LLVM 15) on a host without AVX-512 returned large quotients untruncated (179769313.486...
+// for 1.797e308 / 1e300) and +0 for -0.5, which the conformance suite caught.
+precise double tv_trunc(double x) {
+    uint hi = tv_hi(x);
+    int e = int((hi >> 20) & 0x7FFu) - 1023;  // the unbiased exponent
+    if (e >= 52) return x;                      // an integer already, or inf or nan
+    if (e < 0) return tv_from_words(hi & 0x80000000u, 0u);  // |x| < 1: a zero of x's sign
+    if (e < 20) return tv_from_words(hi & ~(0x000FFFFFu >> e), 0u);
+    return tv_from_words(hi, tv_lo(x) & ~(0xFFFFFFFFu >> (e - 20)));
+}
 precise double tv_div(double a, double b) { return a / b; }
 // Half away from zero (std::round); GLSL's round() may round halves either way.
 precise double tv_round(double x) {
-    double t = trunc(x);
+    double t = tv_trunc(x);
     return tv_abs(x - t) >= 0.5LF ? t + tv_copysign(1.0LF, x) : t;
 }
 precise double tv_sqrt(double x) { return x < 0.0LF ? tv_nan_f64() : (x == 0.0LF ? x : sqrt(x)); }

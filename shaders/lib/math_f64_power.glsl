@@ -75,8 +75,8 @@ precise double tv_pow_positive(double ax, double y) {
 }
 precise double tv_pow(double x, double y) {
     double ax = tv_abs(x), ay = tv_abs(y);
-    bool y_integer = trunc(y) == y;
-    bool y_odd = y_integer && ay < 18014398509481984.0LF && trunc(0.5LF * y) != 0.5LF * y;
+    bool y_integer = tv_trunc(y) == y;
+    bool y_odd = y_integer && ay < 18014398509481984.0LF && tv_trunc(0.5LF * y) != 0.5LF * y;
     bool regular = tv_isfinite(x) && x != 0.0LF && tv_isfinite(y);
     double r = tv_pow_positive(regular ? ax : 1.0LF, regular ? y : 0.0LF);
     r = x < 0.0LF ? (y_integer ? (y_odd ? -r : r) : tv_nan_f64()) : r;
