@@ -127,10 +127,11 @@ build_asan() {
     meson compile -C "$BUILD_ASAN"
 }
 
-# run_tests DIR: the Meson test suite of DIR. Its results are read back from testlog.json.
+# run_tests DIR [MESON-TEST-ARGS...]: the Meson test suite of DIR. Its results are read back
+# from testlog.json.
 run_tests() {
     rm -f "$1/meson-logs/testlog.json"
-    meson test -C "$1" --print-errorlogs
+    meson test -C "$1" --print-errorlogs "${@:2}"
 }
 
 # The sanitizer run leaves out suite shader_variants: the GPU suites that run the host code of
@@ -138,9 +139,8 @@ run_tests() {
 # which costs lavapipe's time (~28 minutes of test time on 2 cores) and shows ASan nothing new.
 # The release run has them all.
 run_tests_sanitized() {
-    rm -f "$BUILD_ASAN/meson-logs/testlog.json"
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-        meson test -C "$BUILD_ASAN" --print-errorlogs --no-suite shader_variants
+        run_tests "$BUILD_ASAN" --no-suite shader_variants
 }
 
 # Installs build/ into a staging folder and builds and runs tests/consumer_pkgconfig against

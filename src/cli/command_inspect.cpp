@@ -49,13 +49,17 @@ std::string milliseconds(double seconds) {
     return text;
 }
 
-// The modes --plan reports: `only` where given, else every mode the tape has.
+// Whether the tape has `mode` (gradient and value_and_gradient need one output).
+bool has_mode(const Tape& tape, std::string_view mode) {
+    return (mode != "gradient" && mode != "value_and_gradient") || tape.output_count() == 1;
+}
+
+// The modes --plan reports: `only` (checked by check_mode) where given, else every mode the tape has.
 std::vector<std::string_view> planned_modes(const Tape& tape, std::optional<std::string_view> only) {
+    if (only) return {*only};
     std::vector<std::string_view> chosen;
-    for (const std::string_view mode : modes) {
-        if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1) continue;
-        if (!only || *only == mode) chosen.push_back(mode);
-    }
+    for (const std::string_view mode : modes)
+        if (has_mode(tape, mode)) chosen.push_back(mode);
     return chosen;
 }
 
@@ -85,11 +89,13 @@ void print_compiled_plans(const Tape& tape, std::span<const std::string_view> ch
 // Throws UsageError unless `mode` is a mode the tape has.
 void check_mode(const Tape& tape, std::string_view mode) {
     bool known = false;
-    for (const std::string_view name : modes) known = known || name == mode;
-    if (!known)
-        throw UsageError("inspect: unknown mode '" + std::string(mode) +
-                         "' (known: forward, gradient, jacobian, jvp, vjp, hvp, value_and_gradient)");
-    if ((mode == "gradient" || mode == "value_and_gradient") && tape.output_count() != 1)
+    std::string names;
+    for (const std::string_view name : modes) {
+        known = known || name == mode;
+        names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    if (!known) throw UsageError("inspect: unknown mode '" + std::string(mode) + "' (known: " + names + ")");
+    if (!has_mode(tape, mode))
         throw UsageError("inspect: " + std::string(mode) + " needs a tape with one output; this one has " +
                          std::to_string(tape.output_count()));
 }
