@@ -96,7 +96,7 @@ fi
 # 1b. the tape compiler's compile times (step compile): for each workload's tape, every mode in
 # f32 by `tapevm inspect --plan --compile` in a new process with an empty cache (cold: GLSL,
 # glslang, the driver's pipeline; the first kernel of a process also pays glslang's start-up),
-# then twice more in new processes with that cache (SPIR-V and the driver's pipeline cache on
+# then five times more in new processes with that cache (SPIR-V and the driver's pipeline cache on
 # disk), into compile.txt. NVIDIA's driver keeps a shader cache of its own, which would make a
 # kernel built earlier in this script "cold" for tapevm only: it is off here (__GL_SHADER_DISK_CACHE=0),
 # so the disk-cache runs measure tapevm's caches (SPIR-V and VkPipelineCache) alone.
@@ -108,7 +108,7 @@ if want compile; then
         [[ $entry == *:* ]] && mode=(--mode "${entry#*:}")
         "$tapevm" bench --workload "$w" --write-tape "/tmp/$w.tape" >/dev/null 2>&1 || continue
         rm -rf /tmp/tapevm-compile-cache
-        for run in cold disk-cache disk-cache; do
+        for run in cold disk-cache disk-cache disk-cache disk-cache disk-cache; do
             echo "== $entry f32, $run" >>"$out/compile.txt"
             __GL_SHADER_DISK_CACHE=0 TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan \
                 "${mode[@]}" --compile >>"$out/compile.txt" 2>&1

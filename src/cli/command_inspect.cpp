@@ -79,10 +79,22 @@ void print_compiled_plans(const Tape& tape, std::span<const std::string_view> ch
             continue;
         }
         out << "compiled, " << plan.statements << " statements, " << plan.library_calls
-            << " math-library calls; generate " << milliseconds(plan.generate_s) << ", glslang "
-            << (plan.spirv_from_cache ? "cached" : milliseconds(plan.glslang_s)) << ", pipeline "
-            << milliseconds(plan.pipeline_s) << ", total "
-            << milliseconds(plan.generate_s + plan.glslang_s + plan.pipeline_s) << "\n";
+            << " math-library calls; total " << milliseconds(plan.total_s) << ": lookup "
+            << milliseconds(plan.spirv_load_s);
+        if (plan.spirv_from_cache)
+            out << " (SPIR-V cached)";
+        else
+            out << ", generate " << milliseconds(plan.generate_s) << ", glslang " << milliseconds(plan.glslang_s);
+        out << ", pipeline " << milliseconds(plan.pipeline_s);
+        if (plan.pipeline_reused) {
+            out << " (made earlier in this process)\n";
+            continue;
+        }
+        out << " (pipeline cache " << milliseconds(plan.pipeline_cache_s) << ", driver "
+            << milliseconds(plan.pipeline_create_s);
+        if (plan.driver_cache_hit) out << (*plan.driver_cache_hit ? " hit" : " miss");
+        if (plan.pipeline_store_s > 0) out << ", store " << milliseconds(plan.pipeline_store_s);
+        out << ")\n";
     }
 }
 

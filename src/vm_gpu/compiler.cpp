@@ -7,6 +7,7 @@
 #include <mutex>
 #include <span>
 
+#include "codegen_fingerprint.hpp"
 #include "context.hpp"
 #include "disk_cache.hpp"
 #include "glsl_compiler.hpp"
@@ -26,36 +27,33 @@ std::span<const std::byte> bytes_of(std::string_view text) {
     return std::as_bytes(std::span<const char>(text.data(), text.size()));
 }
 
-// What else decides the SPIR-V besides the kernel's text: the embedded library it includes
-// and the SPIR-V format version of this cache.
-std::uint64_t library_fingerprint() {
-    static const std::uint64_t fingerprint = [] {
-        std::uint64_t hash = hash64(bytes_of("tapevm spirv cache 1"));
-        for (const char* name : {"ops.glsl", "dual_ops.glsl", "math.glsl", "math_f32.glsl", "math_f64.glsl",
-                                 "math_f64_constants.glsl", "math_f64_inverse.glsl", "math_f64_power.glsl",
-                                 "push_constants.h"}) {
-            if (const auto text = embedded_glsl(name)) hash = hash64(bytes_of(*text), hash);
-        }
-        return hash;
-    }();
-    return fingerprint;
-}
-
 std::string hex64(std::uint64_t value) {
     char text[24];
     std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(value));
     return text;
 }
 
-// The process's SPIR-V, by key.
+// The process's kernels, by key.
 struct MemoryCache {
     std::mutex mutex;
-    std::map<std::string, std::vector<std::uint32_t>> spirv;
+    std::map<std::string, std::shared_ptr<const CachedKernel>> kernels;
 };
 MemoryCache& memory_cache() {
     static MemoryCache cache;
     return cache;
 }
+
+// Appends the bytes of `values` (trivially copyable fields, no padding) to `out`.
+template <class T> void append(std::vector<std::byte>& out, std::span<const T> values) {
+    const auto bytes = std::as_bytes(values);
+    out.insert(out.end(), bytes.begin(), bytes.end());
+}
+template <class T> void append_value(std::vector<std::byte>& out, T value) {
+    append(out, std::span<const T>(&value, 1));
+}
+
+// A disk entry's payload: statements and library calls (two u64), then the SPIR-V.
+constexpr std::size_t sizes_bytes = 2 * sizeof(std::uint64_t);
 
 }  // namespace
 
@@ -72,14 +70,19 @@ std::size_t statement_limit(std::string_view device_type) {
 }
 
 std::string over_limit(const GeneratedKernel& kernel, std::string_view device_type, bool double_precision) {
+    return over_limit(kernel.statements, kernel.library_calls, device_type, double_precision);
+}
+
+std::string over_limit(std::size_t statements, std::size_t library_calls, std::string_view device_type,
+                       bool double_precision) {
     const std::size_t limit = statement_limit(device_type);
     const bool cpu = device_type == "cpu";
     const std::size_t call_weight = !cpu ? 0 : (double_precision ? 150 : 25);
-    const std::size_t size = kernel.statements + kernel.library_calls * call_weight;
+    const std::size_t size = statements + library_calls * call_weight;
     if (size <= limit) return {};
-    std::string reason = std::to_string(kernel.statements) + " statements";
+    std::string reason = std::to_string(statements) + " statements";
     if (call_weight != 0)
-        reason += " and " + std::to_string(kernel.library_calls) + " math-library calls (size " +
+        reason += " and " + std::to_string(library_calls) + " math-library calls (size " +
                   std::to_string(size) + " on a CPU device)";
     return reason + ", over the limit of " + std::to_string(limit) + " (TAPEVM_GPU_COMPILE_LIMIT)";
 }
@@ -94,43 +97,69 @@ std::string device_refuses(std::string_view device_name) {
 void clear_spirv_memory_cache() {
     MemoryCache& cache = memory_cache();
     const std::lock_guard lock(cache.mutex);
-    cache.spirv.clear();
+    cache.kernels.clear();
 }
 
-std::string spirv_key(const GeneratedKernel& kernel) {
-    // The whole text's hash and its length; a disk entry holds the key itself too.
-    return "spirv-" + hex64(hash64(bytes_of(kernel.glsl), library_fingerprint())) + "-" +
-           std::to_string(kernel.glsl.size());
+std::string kernel_key(const Tape& tape, const KernelSpec& spec) {
+    std::vector<std::byte> data;
+    data.reserve(64 + tape.instruction_count() * 16 + tape.constant_count() * 8);
+    append(data, std::span<const char>(codegen_fingerprint, sizeof codegen_fingerprint));
+    append(data, bytes_of("tapevm kernel cache 2"));
+    for (const std::uint32_t field :
+         {static_cast<std::uint32_t>(spec.kernel), std::uint32_t{spec.double_precision}, spec.directions,
+          std::uint32_t{spec.seeds_from_buffer}, std::uint32_t{spec.write_values}, spec.workgroup,
+          std::uint32_t{spec.staging}, tape.input_count(), tape.param_count(), tape.instruction_count(),
+          tape.constant_count(), tape.output_count(), tape.guard_count()})
+        append_value(data, field);
+    for (const Instruction& ins : tape.instructions())  // field by field: no padding hashed
+        for (const std::uint32_t field : {static_cast<std::uint32_t>(ins.op), ins.a, ins.b, ins.c})
+            append_value(data, field);
+    append(data, tape.constants());
+    append(data, tape.outputs());
+    for (const Guard& guard : tape.guards()) {
+        append_value(data, guard.slot);
+        append_value(data, guard.expected);
+    }
+    return "kernel-" + hex64(hash64(data)) + hex64(hash64(data, 0x9e3779b97f4a7c15ull));
 }
 
-std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s) {
+std::shared_ptr<const CachedKernel> cached_kernel(const std::string& key) {
     MemoryCache& cache = memory_cache();
-    std::mutex& mutex = cache.mutex;
-    auto& memory = cache.spirv;
-    const std::string key = spirv_key(kernel);
     {
-        const std::lock_guard lock(mutex);
-        if (const auto found = memory.find(key); found != memory.end()) {
-            from_cache = true;
-            return found->second;
-        }
+        const std::lock_guard lock(cache.mutex);
+        if (const auto found = cache.kernels.find(key); found != cache.kernels.end()) return found->second;
     }
-    const DiskCache disk(default_cache_folder());
-    std::vector<std::uint32_t> words;
-    if (const auto stored = disk.load(key); stored && !stored->empty() && stored->size() % 4 == 0) {
-        words.resize(stored->size() / 4);
-        std::memcpy(words.data(), stored->data(), stored->size());
-        from_cache = words[0] == 0x07230203u;
-    }
-    if (!from_cache) {
-        const auto start = Clock::now();
-        words = compile_glsl(kernel.glsl);
-        glslang_s = seconds_since(start);
-        disk.store(key, std::as_bytes(std::span<const std::uint32_t>(words)));
-    }
-    const std::lock_guard lock(mutex);
-    memory.emplace(key, words);
-    return words;
+    const auto stored = DiskCache(default_cache_folder()).load(key);
+    if (!stored || stored->size() <= sizes_bytes || (stored->size() - sizes_bytes) % 4 != 0) return nullptr;
+    auto kernel = std::make_shared<CachedKernel>();
+    std::uint64_t sizes[2];
+    std::memcpy(sizes, stored->data(), sizes_bytes);
+    kernel->statements = static_cast<std::size_t>(sizes[0]);
+    kernel->library_calls = static_cast<std::size_t>(sizes[1]);
+    kernel->spirv.resize((stored->size() - sizes_bytes) / 4);
+    std::memcpy(kernel->spirv.data(), stored->data() + sizes_bytes, stored->size() - sizes_bytes);
+    if (kernel->spirv[0] != 0x07230203u) return nullptr;  // not SPIR-V's magic number
+    const std::lock_guard lock(cache.mutex);
+    return cache.kernels.emplace(key, std::move(kernel)).first->second;
+}
+
+std::shared_ptr<const CachedKernel> compile_and_store(const std::string& key, const GeneratedKernel& kernel,
+                                                      double& glslang_s) {
+    const auto start = Clock::now();
+    auto compiled = std::make_shared<CachedKernel>();
+    compiled->spirv = compile_glsl(kernel.glsl);
+    compiled->statements = kernel.statements;
+    compiled->library_calls = kernel.library_calls;
+    glslang_s = seconds_since(start);
+    std::vector<std::byte> payload;
+    payload.reserve(sizes_bytes + compiled->spirv.size() * 4);
+    append_value(payload, static_cast<std::uint64_t>(kernel.statements));
+    append_value(payload, static_cast<std::uint64_t>(kernel.library_calls));
+    append(payload, std::span<const std::uint32_t>(compiled->spirv));
+    DiskCache(default_cache_folder()).store(key, payload);
+    MemoryCache& cache = memory_cache();
+    const std::lock_guard lock(cache.mutex);
+    return cache.kernels.insert_or_assign(key, std::move(compiled)).first->second;
 }
 
 CompiledKernels::CompiledKernels(Device& device, const Tape& tape) : device_(device), tape_(tape) {}
@@ -141,21 +170,45 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
     auto entry = std::make_unique<Entry>();
     entry->spec = spec;
     CompileReport& report = entry->report;
-    const auto start = Clock::now();
-    const GeneratedKernel kernel = generate_glsl(tape_, spec);
-    report.generate_s = seconds_since(start);
-    report.statements = kernel.statements;
-    report.library_calls = kernel.library_calls;
+    const auto begin = Clock::now();
+    const auto generate = [&] {
+        const auto start = Clock::now();
+        GeneratedKernel kernel = generate_glsl(tape_, spec);
+        report.generate_s = seconds_since(start);
+        report.statements = kernel.statements;
+        report.library_calls = kernel.library_calls;
+        return kernel;
+    };
     report.reason = device_refuses(device_.info().name);
-    if (report.reason.empty()) report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
-    if (report.reason.empty()) {
-        const auto code = kernel_spirv(kernel, report.spirv_from_cache, report.glslang_s);
-        const auto pipeline_start = Clock::now();
-        entry->pipeline = &device_.kernels().compiled_pipeline(
-            code, spec.double_precision, "compiled " + spec_name(spec, tape_), spirv_key(kernel));
-        report.pipeline_s = seconds_since(pipeline_start);
-        report.compiled = true;
+    if (!report.reason.empty()) {
+        generate();  // for the sizes the plan reports
+    } else {
+        auto start = Clock::now();
+        const std::string key = kernel_key(tape_, spec);
+        report.key_s = seconds_since(start);
+        start = Clock::now();
+        std::shared_ptr<const CachedKernel> code = cached_kernel(key);
+        report.spirv_load_s = seconds_since(start);
+        report.spirv_from_cache = code != nullptr;
+        if (code) {
+            report.statements = code->statements;
+            report.library_calls = code->library_calls;
+            report.reason = over_limit(code->statements, code->library_calls, device_.info().type,
+                                       spec.double_precision);
+        } else {
+            const GeneratedKernel kernel = generate();
+            report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
+            if (report.reason.empty()) code = compile_and_store(key, kernel, report.glslang_s);
+        }
+        if (report.reason.empty()) {
+            start = Clock::now();
+            entry->pipeline = &device_.kernels().compiled_pipeline(
+                code->spirv, spec.double_precision, "compiled " + spec_name(spec, tape_), key, &report.pipeline);
+            report.pipeline_s = seconds_since(start);
+            report.compiled = true;
+        }
     }
+    report.total_s = seconds_since(begin);
     entries_.push_back(std::move(entry));
     return *entries_.back();
 }

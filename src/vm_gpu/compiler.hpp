@@ -3,9 +3,10 @@
 //   - pipelines per device, shared by the Vms of a program (Kernels::compiled_pipeline), and
 //     per Vm one per KernelSpec, looked up on first use;
 //   - SPIR-V in memory (the process) and on disk (disk_cache.hpp, under the user's cache
-//     folder), keyed by a hash of the generated GLSL (which holds the tape, the mode and the
-//     precision) and of the embedded GLSL library;
-//   - the driver's compiled code in the device's VkPipelineCache, kept on disk per device and
+//     folder), keyed by kernel_key(): a 128-bit hash of the tape, the spec and the generator's
+//     fingerprint (its sources, the op table and the embedded GLSL library, hashed at build
+//     time), so that a hit generates no GLSL;
+//   - the driver's compiled code in a VkPipelineCache per kernel, kept on disk per device and
 //     driver version (Kernels::create_pipeline).
 // A disk entry that is missing, truncated or corrupted is rebuilt, never trusted.
 //
@@ -17,12 +18,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "codegen.hpp"
+#include "kernels.hpp"
 #include "tapevm/tape.hpp"
 #include "vulkan.hpp"
 
@@ -41,6 +44,8 @@ std::size_t statement_limit(std::string_view device_type);
 /// 64 calls, took 210 s to compile there, its f32 one 6 s; rosenbrock16's f64 gradient, 632
 /// statements and no calls, well under a second).
 std::string over_limit(const GeneratedKernel& kernel, std::string_view device_type, bool double_precision);
+std::string over_limit(std::size_t statements, std::size_t library_calls, std::string_view device_type,
+                       bool double_precision);
 
 /// Why no kernel is compiled on the device named `device_name` at all, or "": lavapipe's LLVM
 /// optimiser (Mesa 22.3, LLVM 15) miscompiles some compiled kernels (f32 exp feeding a
@@ -54,17 +59,34 @@ struct CompileReport {
     std::string reason;     // why not (empty when compiled)
     std::size_t statements = 0;
     std::size_t library_calls = 0;
-    bool spirv_from_cache = false;  // SPIR-V from memory or disk instead of glslang
-    double generate_s = 0, glslang_s = 0, pipeline_s = 0;
+    bool spirv_from_cache = false;  // SPIR-V from memory or disk: no GLSL generated, no glslang
+    double key_s = 0;               // kernel_key()
+    double spirv_load_s = 0;        // looking the SPIR-V up in memory and on disk
+    double generate_s = 0, glslang_s = 0;
+    PipelineReport pipeline;
+    double pipeline_s = 0;  // all of the pipeline step (Kernels::compiled_pipeline)
+    double total_s = 0;     // the whole build, as the caller waited for it
 };
 
-/// What names `kernel`'s SPIR-V in the caches: a hash of its GLSL and of the embedded library.
-std::string spirv_key(const GeneratedKernel& kernel);
+/// What names the kernel of `spec` for `tape` in the caches: "kernel-" and a 128-bit hash of
+/// codegen_fingerprint, the spec's fields and the tape's contents (every field of every
+/// instruction, constant, output and guard).
+std::string kernel_key(const Tape& tape, const KernelSpec& spec);
 
-/// The SPIR-V of `kernel`: from the process's memory, else the disk cache, else glslang
-/// (then stored in both). `from_cache` says which.
-std::vector<std::uint32_t> kernel_spirv(const GeneratedKernel& kernel, bool& from_cache, double& glslang_s);
-/// Forgets the SPIR-V held in memory (as a new process starts): the next kernel_spirv() of a
+/// A kernel's SPIR-V with the sizes the limit checks (what the caches hold).
+struct CachedKernel {
+    std::vector<std::uint32_t> spirv;
+    std::size_t statements = 0;
+    std::size_t library_calls = 0;
+};
+
+/// The kernel under `key` from the process's memory, else the disk cache (then kept in
+/// memory); null on a miss. An entry that is not SPIR-V is a miss.
+std::shared_ptr<const CachedKernel> cached_kernel(const std::string& key);
+/// Compiles `kernel`'s GLSL with glslang and keeps the result under `key` in memory and on disk.
+std::shared_ptr<const CachedKernel> compile_and_store(const std::string& key, const GeneratedKernel& kernel,
+                                                      double& glslang_s);
+/// Forgets the SPIR-V held in memory (as a new process starts): the next cached_kernel() of a
 /// kernel reads the disk cache. For tests.
 void clear_spirv_memory_cache();
 

@@ -9,6 +9,7 @@
 #include <map>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "errors.hpp"
 #include "tapevm/error.hpp"
@@ -247,26 +248,28 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         features.shaderInt64 = supported.shaderInt64;
         const float priority = 1.0f;
         const vk::DeviceQueueCreateInfo queue_info({}, queue_family_, 1, &priority);
-        // Pipeline statistics (tuning.hpp: TAPEVM_GPU_PIPELINE_STATS) where the driver has them.
-        bool statistics = false;
-        if (tuning().pipeline_stats) {
-            for (const auto& extension : physical.enumerateDeviceExtensionProperties(nullptr)) {
-                statistics = statistics || std::string_view(extension.extensionName.data()) ==
-                                               VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
-            }
-            if (!statistics) std::cerr << "gpu: " << info_.name << " offers no pipeline statistics\n";
+        // Pipeline statistics (tuning.hpp: TAPEVM_GPU_PIPELINE_STATS) where the driver has them;
+        // pipeline creation feedback (did a compiled kernel's pipeline come from its pipeline
+        // cache: CompilePlan) wherever the driver has it.
+        bool statistics = false, feedback = false;
+        for (const auto& extension : physical.enumerateDeviceExtensionProperties(nullptr)) {
+            const std::string_view name(extension.extensionName.data());
+            statistics = statistics || name == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
+            feedback = feedback || name == VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
         }
-        const std::array<const char*, 1> statistics_extension = {
-            VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME};
+        if (tuning().pipeline_stats && !statistics)
+            std::cerr << "gpu: " << info_.name << " offers no pipeline statistics\n";
+        statistics = statistics && tuning().pipeline_stats;
+        std::vector<const char*> extensions;
+        if (statistics) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        if (feedback) extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
         vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR statistics_feature(VK_TRUE);
-        vk::DeviceCreateInfo device_info({}, queue_info, {}, {}, &features);
-        if (statistics) {
-            device_info.setPEnabledExtensionNames(statistics_extension);
-            device_info.setPNext(&statistics_feature);
-        }
+        vk::DeviceCreateInfo device_info({}, queue_info, {}, extensions, &features);
+        if (statistics) device_info.setPNext(&statistics_feature);
         device_ = vk::raii::Device(physical, device_info);
         queue_ = device_.getQueue(queue_family_, 0);
-        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical), statistics,
+        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical),
+                                             KernelsFeatures{statistics, feedback},
                                              pipeline_cache_key(physical.getProperties()));
     } catch (...) {
         rethrow_setup_error(what);

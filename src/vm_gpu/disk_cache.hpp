@@ -23,8 +23,8 @@ namespace tapevm::gpu::detail {
 /// $HOME/.cache/tapevm; an empty path when none of them is set.
 std::filesystem::path default_cache_folder();
 
-/// FNV-1a (64 bit) of `bytes`, continuing from `seed` when given.
-std::uint64_t hash64(std::span<const std::byte> bytes, std::uint64_t seed = 0xcbf29ce484222325ull);
+/// XXH64 of `bytes` with `seed` (0: xxHash's own XXH64 values; chain hashes through the seed).
+std::uint64_t hash64(std::span<const std::byte> bytes, std::uint64_t seed = 0);
 
 class DiskCache {
 public:

@@ -1,6 +1,7 @@
 #include "kernels.hpp"
 
 #include <array>
+#include <chrono>
 #include <iostream>
 #include <optional>
 #include <span>
@@ -89,10 +90,10 @@ const char* kernel_name(Kernel kernel) {
     return "?";
 }
 
-Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics,
-                 std::string cache_key)
-    : device_(device), float64_(float64),
-      statistics_(statistics), denorm_widths_{denorm_preserve_widths(controls, false),
+Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls,
+                 KernelsFeatures features, std::string cache_key)
+    : device_(device), float64_(float64), statistics_(features.statistics),
+      creation_feedback_(features.creation_feedback), denorm_widths_{denorm_preserve_widths(controls, false),
                                               denorm_preserve_widths(controls, true)},
       inf_nan_widths_{inf_nan_preserve_widths(controls, false), inf_nan_preserve_widths(controls, true)},
       cache_key_(std::move(cache_key)) {
@@ -148,8 +149,8 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
 Kernels::~Kernels() = default;
 
 vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                          const vk::raii::PipelineCache* cache,
-                                          Specialization specialization) const {
+                                          const vk::raii::PipelineCache* cache, Specialization specialization,
+                                          std::optional<bool>* driver_cache_hit) const {
     // The module with the DenormPreserve and SignedZeroInfNanPreserve modes this device allows.
     const std::size_t precision = double_precision ? 1 : 0;
     const auto code = with_inf_nan_preserve(with_denorm_preserve(spirv, denorm_widths_[precision]),
@@ -175,32 +176,48 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
                                                   &constants);
     const vk::PipelineCreateFlags flags =
         statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
-    return vk::raii::Pipeline(
-        device_, cache != nullptr ? vk::Optional<const vk::raii::PipelineCache>(*cache) : nullptr,
-        vk::ComputePipelineCreateInfo(flags, stage, *layout_));
+    vk::ComputePipelineCreateInfo info(flags, stage, *layout_);
+    vk::PipelineCreationFeedback whole, stage_feedback;
+    const vk::PipelineCreationFeedbackCreateInfo feedback(&whole, 1, &stage_feedback);
+    if (driver_cache_hit != nullptr && creation_feedback_) info.setPNext(&feedback);
+    vk::raii::Pipeline pipeline(
+        device_, cache != nullptr ? vk::Optional<const vk::raii::PipelineCache>(*cache) : nullptr, info);
+    if (driver_cache_hit != nullptr && (whole.flags & vk::PipelineCreationFeedbackFlagBits::eValid))
+        *driver_cache_hit = bool(whole.flags & vk::PipelineCreationFeedbackFlagBits::eApplicationPipelineCacheHit);
+    return pipeline;
 }
 
 const vk::raii::Pipeline& Kernels::compiled_pipeline(std::span<const std::uint32_t> spirv,
                                                      bool double_precision, const std::string& name,
-                                                     std::string_view cache_key) {
+                                                     std::string_view cache_key, PipelineReport* report) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
+    PipelineReport ignored;
+    PipelineReport& out = report != nullptr ? *report : ignored;
     const std::string key = std::string(cache_key) + (double_precision ? "-f64" : "-f32");
     auto found = compiled_.find(key);
+    out.reused = found != compiled_.end();
     if (found == compiled_.end())
-        found = compiled_.emplace(key, create_pipeline(spirv, double_precision, name, cache_key)).first;
+        found = compiled_.emplace(key, create_pipeline(spirv, double_precision, name, cache_key, out)).first;
     return found->second;
 }
 
 vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                            const std::string& name, std::string_view cache_key) {
+                                            const std::string& name, std::string_view cache_key,
+                                            PipelineReport& report) {
+    using Clock = std::chrono::steady_clock;
+    const auto seconds_since = [](Clock::time_point start) {
+        return std::chrono::duration<double>(Clock::now() - start).count();
+    };
     // One pipeline cache per kernel and device (driver version included): loading it costs what
     // the kernel's own code costs, however many kernels the cache folder holds. The driver
     // checks the blob's header (vendor, device, cache UUID) and ignores one that is not its own;
     // the disk cache has checked its integrity before.
+    auto start = Clock::now();
     const DiskCache disk(default_cache_folder());
-    const std::string key = "pipeline-" + cache_key_ + "-" + std::string(cache_key);
+    const std::string key = "pipeline-" + cache_key_ + "-" + std::string(cache_key) +
+                            (double_precision ? "-f64" : "-f32");
     std::vector<std::byte> blob;
     if (auto stored = disk.load(key)) blob = std::move(*stored);
     std::optional<vk::raii::PipelineCache> cache;
@@ -210,20 +227,27 @@ vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv
         blob.clear();
         cache.emplace(device_, vk::PipelineCacheCreateInfo());
     }
+    report.cache_load_s = seconds_since(start);
+    start = Clock::now();
     std::optional<vk::raii::Pipeline> pipeline;
     try {
-        pipeline.emplace(make_pipeline(spirv, double_precision, &*cache));
+        pipeline.emplace(make_pipeline(spirv, double_precision, &*cache, {}, &report.driver_cache_hit));
     } catch (...) {
         rethrow_setup_error("gpu: cannot create the " + name + " (" +
                             (double_precision ? "double" : "float") + ") pipeline");
     }
+    report.create_s = seconds_since(start);
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
-    if (blob.empty()) {  // compiled now: keep the driver's code for the next process
+    // Compiled now (no blob, or the driver says it missed the one it had): keep the driver's
+    // code for the next process.
+    if (blob.empty() || report.driver_cache_hit == false) {
+        start = Clock::now();
         try {
             const std::vector<std::uint8_t> data = cache->getData();
             disk.store(key, std::as_bytes(std::span<const std::uint8_t>(data)));
         } catch (const vk::Error&) {  // best effort: the cache is an optimisation
         }
+        report.store_s = seconds_since(start);
     }
     return std::move(*pipeline);
 }

@@ -109,15 +109,34 @@ std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precisi
 /// "reverse_local".
 const char* kernel_name(Kernel kernel);
 
+/// Optional device features the pipelines use.
+struct KernelsFeatures {
+    /// VK_KHR_pipeline_executable_properties is enabled: each pipeline's statistics are printed
+    /// to stderr when created (TAPEVM_GPU_PIPELINE_STATS).
+    bool statistics = false;
+    /// VK_EXT_pipeline_creation_feedback is enabled: compiled kernels' pipelines say whether
+    /// they came from their pipeline cache.
+    bool creation_feedback = false;
+};
+
+/// Where a compiled kernel's pipeline came from and what it took (compiled_pipeline()).
+struct PipelineReport {
+    bool reused = false;      // the device had made it before in this process
+    double cache_load_s = 0;  // its pipeline cache: the blob from disk, vkCreatePipelineCache
+    double create_s = 0;      // vkCreateShaderModule and vkCreateComputePipelines
+    double store_s = 0;       // the pipeline cache's data to disk (a newly compiled kernel)
+    /// From pipeline creation feedback: whether the driver found the pipeline in the
+    /// pipeline cache (nothing where it does not say).
+    std::optional<bool> driver_cache_hit;
+};
+
 class Kernels {
 public:
     /// `controls`: the device's float controls, which decide the widths whose subnormals
     /// the kernels ask to preserve (float_controls.hpp).
-    /// `statistics`: the device has VK_KHR_pipeline_executable_properties enabled, and each
-    /// pipeline's statistics are printed to stderr when created (TAPEVM_GPU_PIPELINE_STATS).
     /// `cache_key`: names the device and its driver version; the pipeline caches of compiled
     /// kernels are kept on disk under it.
-    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, bool statistics,
+    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, KernelsFeatures features,
             std::string cache_key);
     ~Kernels();
 
@@ -131,30 +150,35 @@ public:
     /// Throws Unsupported for double on a device without shaderFloat64.
     const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, Specialization specialization = {});
     /// The pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp) under
-    /// `cache_key` (its SPIR-V's key), created on first use by create_pipeline() and then kept
+    /// `cache_key` (its kernel's key), created on first use by create_pipeline() and then kept
     /// for the device's life: every Vm of the program that runs the same kernel shares it (a
     /// CPU device such as lavapipe takes up to seconds per pipeline and caches none itself).
-    /// The caller holds the device's mutex.
+    /// `report` (when given) says what it took. The caller holds the device's mutex.
     const vk::raii::Pipeline& compiled_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                                const std::string& name, std::string_view cache_key);
+                                                const std::string& name, std::string_view cache_key,
+                                                PipelineReport* report = nullptr);
     /// A pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp), with the
     /// interpreter's layout, workgroup size and DenormPreserve patch, through a pipeline cache
     /// of its own, loaded from the disk cache (disk_cache.hpp) under `cache_key` (the SPIR-V's
     /// key) and this device's key, and stored there when the driver compiled the kernel now.
     /// The caller holds the device's mutex.
     vk::raii::Pipeline create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                       const std::string& name, std::string_view cache_key);
+                                       const std::string& name, std::string_view cache_key,
+                                       PipelineReport& report);
 
 private:
     /// Sets specialization constant 0 (the workgroup size) and those of `specialization` that
-    /// differ from their defaults.
+    /// differ from their defaults. `driver_cache_hit` (when given, with creation feedback on)
+    /// receives whether the driver found the pipeline in `cache`.
     vk::raii::Pipeline make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                     const vk::raii::PipelineCache* cache, Specialization specialization = {}) const;
+                                     const vk::raii::PipelineCache* cache, Specialization specialization = {},
+                                     std::optional<bool>* driver_cache_hit = nullptr) const;
     void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
 
     const vk::raii::Device& device_;
     bool float64_;
     bool statistics_;
+    bool creation_feedback_;
     std::array<std::vector<std::uint32_t>, 2> denorm_widths_;   // float, double
     std::array<std::vector<std::uint32_t>, 2> inf_nan_widths_;  // float, double
     std::map<std::string, vk::raii::Pipeline> compiled_;        // compiled_pipeline()'s, by key

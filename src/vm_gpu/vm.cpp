@@ -230,9 +230,16 @@ template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const 
     result.statements = report.statements;
     result.library_calls = report.library_calls;
     result.spirv_from_cache = report.spirv_from_cache;
+    result.spirv_load_s = report.key_s + report.spirv_load_s;
     result.generate_s = report.generate_s;
     result.glslang_s = report.glslang_s;
     result.pipeline_s = report.pipeline_s;
+    result.pipeline_cache_s = report.pipeline.cache_load_s;
+    result.pipeline_create_s = report.pipeline.create_s;
+    result.pipeline_store_s = report.pipeline.store_s;
+    result.pipeline_reused = report.pipeline.reused;
+    result.driver_cache_hit = report.pipeline.driver_cache_hit;
+    result.total_s = report.total_s;
     return result;
 }
 

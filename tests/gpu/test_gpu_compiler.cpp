@@ -399,10 +399,29 @@ TEST_CASE("SPIR-V comes from the disk cache in a new process; a corrupted entry 
     gpu::detail::clear_spirv_memory_cache();
     const gpu::CompilePlan cold = compile();
     CHECK_FALSE(cold.spirv_from_cache);
+    CHECK(cold.generate_s > 0);
     CHECK(cold.glslang_s > 0);
-    CHECK(compile().spirv_from_cache);  // from memory
+    CHECK(cold.total_s >= cold.generate_s + cold.glslang_s + cold.pipeline_s);
+    CHECK(cold.pipeline_s >= cold.pipeline_cache_s + cold.pipeline_create_s);
+    // The same kernel in a new Vm of this process: the SPIR-V from memory, the device's pipeline.
+    const gpu::CompilePlan warm = compile();
+    CHECK(warm.spirv_from_cache);
+    CHECK(warm.pipeline_reused);
+    CHECK(warm.statements == cold.statements);
+    // As in a new process: from disk, keyed by the tape, so no GLSL is generated and glslang
+    // does not run; the sizes the limit checks come from the entry.
     gpu::detail::clear_spirv_memory_cache();
-    CHECK(compile().spirv_from_cache);  // from disk
+    const gpu::CompilePlan disk = compile();
+    CHECK(disk.spirv_from_cache);
+    CHECK(disk.generate_s == 0);
+    CHECK(disk.glslang_s == 0);
+    CHECK(disk.statements == cold.statements);
+    CHECK(disk.library_calls == cold.library_calls);
+    // Another mode or precision of the same tape is another kernel.
+    {
+        const gpu::Vm vm(tape, engine_options(gpu::Engine::compiled));
+        CHECK_FALSE(vm.compile_plan<float>("forward").spirv_from_cache);
+    }
 
     // Corrupt every entry (one byte in the middle of the payload) or truncate it: each is
     // detected, removed and rebuilt by glslang, and the results stay right.
@@ -450,7 +469,7 @@ TEST_CASE("the disk cache: round trips, and damaged, foreign or missing entries 
     // Garbage, a truncated header, a wrong payload size: misses.
     std::ofstream(cache.path("d"), std::ios::binary) << "not a cache entry at all, just text";
     CHECK_FALSE(cache.load("d").has_value());
-    std::ofstream(cache.path("e"), std::ios::binary) << "tvcache1";
+    std::ofstream(cache.path("e"), std::ios::binary) << "tvcache2";
     CHECK_FALSE(cache.load("e").has_value());
     cache.store("f", bytes("0123456789"));
     {
@@ -478,6 +497,51 @@ TEST_CASE("the disk cache: round trips, and damaged, foreign or missing entries 
         const ScopedEnv no_xdg("XDG_CACHE_HOME", nullptr);
         const ScopedEnv home("HOME", "/home/user");
         CHECK(gpu::detail::default_cache_folder() == fs::path("/home/user/.cache/tapevm"));
+    }
+}
+
+TEST_CASE("kernel keys name the tape's contents and the spec, nothing else") {
+    using gpu::detail::kernel_key;
+    const auto make = [](double constant, bool use_exp) {
+        return record(2, [&](std::span<const Var> x) { return x[0] * x[1] + constant * (use_exp ? exp(x[1]) : sin(x[1])); });
+    };
+    gpu::detail::KernelSpec spec;
+    spec.kernel = gpu::detail::Kernel::reverse;
+    spec.directions = 1;
+    const std::string key = kernel_key(make(0.5, true), spec);
+    CHECK(key.rfind("kernel-", 0) == 0);
+    CHECK(key.size() == 7 + 32);                         // 128 bits in hex
+    CHECK(kernel_key(make(0.5, true), spec) == key);      // the same tape recorded again
+    CHECK(kernel_key(make(0.25, true), spec) != key);     // a constant
+    CHECK(kernel_key(make(0.5, false), spec) != key);     // an op
+    for (const auto change : std::initializer_list<void (*)(gpu::detail::KernelSpec&)>{
+             [](gpu::detail::KernelSpec& s) { s.double_precision = true; },
+             [](gpu::detail::KernelSpec& s) { s.directions = 2; },
+             [](gpu::detail::KernelSpec& s) { s.seeds_from_buffer = true; },
+             [](gpu::detail::KernelSpec& s) { s.write_values = true; },
+             [](gpu::detail::KernelSpec& s) { s.workgroup = 128; },
+             [](gpu::detail::KernelSpec& s) { s.staging = false; },
+             [](gpu::detail::KernelSpec& s) { s.kernel = gpu::detail::Kernel::forward; }}) {
+        gpu::detail::KernelSpec other = spec;
+        change(other);
+        CHECK(kernel_key(make(0.5, true), other) != key);
+    }
+}
+
+TEST_CASE("hash64 is XXH64: xxHash's own values (xxhsum -H1), every tail length") {
+    using gpu::detail::hash64;
+    CHECK(hash64(bytes("")) == 0xef46db3751d8e999ull);
+    CHECK(hash64(bytes("a")) == 0xd24ec4f1a98c6e5bull);
+    CHECK(hash64(bytes("abc")) == 0x44bc2cf5ad770999ull);
+    CHECK(hash64(bytes(std::string(100, 'x'))) == 0x92f0de5a88a3c094ull);  // stripes, 8- and 4-byte tails
+    CHECK(hash64(bytes("0123456789abcdef0123456789abcdef0123456789abcdefxyz")) == 0xdeb1c83f420a99efull);
+    // The seed chains hashes, and every byte counts.
+    CHECK(hash64(bytes("abc"), 1) != hash64(bytes("abc")));
+    const std::string text(67, 'q');
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        std::string changed = text;
+        changed[i] = 'r';
+        CHECK(hash64(bytes(changed)) != hash64(bytes(text)));
     }
 }
 

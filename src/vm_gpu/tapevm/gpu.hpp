@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -85,10 +86,20 @@ struct CompilePlan {
     std::string reason;             // why the interpreter runs it (empty when compiled)
     std::size_t statements = 0;     // statements of the generated kernel
     std::size_t library_calls = 0;  // math-library calls in it (exp, sin, pow, ...)
-    bool spirv_from_cache = false;  // SPIR-V from memory or the disk cache instead of glslang
-    double generate_s = 0;          // generating the GLSL
-    double glslang_s = 0;           // GLSL to SPIR-V
-    double pipeline_s = 0;          // the driver's pipeline (through its pipeline cache)
+    /// SPIR-V from memory or the disk cache (keyed by the tape and mode): no GLSL generated, no glslang.
+    bool spirv_from_cache = false;
+    double spirv_load_s = 0;  // hashing the tape and looking its kernel up in memory and on disk
+    double generate_s = 0;    // generating the GLSL (a cache miss)
+    double glslang_s = 0;     // GLSL to SPIR-V (a cache miss)
+    double pipeline_s = 0;    // the pipeline: all of the next three, and bookkeeping
+    double pipeline_cache_s = 0;   // the kernel's pipeline cache from disk into the driver
+    double pipeline_create_s = 0;  // the driver's vkCreateShaderModule and vkCreateComputePipelines
+    double pipeline_store_s = 0;   // the driver's compiled code to the disk cache (newly compiled)
+    bool pipeline_reused = false;  // the device had made this pipeline earlier in the process
+    /// Whether the driver found the pipeline in its pipeline cache (pipeline creation feedback;
+    /// empty where the driver does not say, or the pipeline was reused).
+    std::optional<bool> driver_cache_hit;
+    double total_s = 0;  // the whole build, as the first call waits for it
 };
 
 /// The GLSL the tape compiler generates for `tape` in `mode` ("forward", "gradient", "jacobian",
