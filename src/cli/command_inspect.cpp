@@ -81,7 +81,9 @@ void print_compiled_plans(const Tape& tape, std::span<const std::string_view> ch
         out << "compiled, " << plan.statements << " statements, " << plan.library_calls
             << " math-library calls; total " << milliseconds(plan.total_s) << ": lookup "
             << milliseconds(plan.spirv_load_s);
-        if (plan.spirv_from_cache)
+        if (plan.pipeline_from_identifier)
+            out << " (module identifier)";
+        else if (plan.spirv_from_cache)
             out << " (SPIR-V cached)";
         else
             out << ", generate " << milliseconds(plan.generate_s) << ", glslang " << milliseconds(plan.glslang_s);

@@ -98,6 +98,7 @@ void clear_spirv_memory_cache() {
     MemoryCache& cache = memory_cache();
     const std::lock_guard lock(cache.mutex);
     cache.kernels.clear();
+    forget_compiled_pipelines();
 }
 
 std::string kernel_key(const Tape& tape, const KernelSpec& spec) {
@@ -186,26 +187,50 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
         auto start = Clock::now();
         const std::string key = kernel_key(tape_, spec);
         report.key_s = seconds_since(start);
+        const std::string name = "compiled " + spec_name(spec, tape_);
+        // The device's pipeline, or the driver's by the module's identifier: no SPIR-V at all.
         start = Clock::now();
-        std::shared_ptr<const CachedKernel> code = cached_kernel(key);
-        report.spirv_load_s = seconds_since(start);
-        report.spirv_from_cache = code != nullptr;
-        if (code) {
-            report.statements = code->statements;
-            report.library_calls = code->library_calls;
-            report.reason = over_limit(code->statements, code->library_calls, device_.info().type,
-                                       spec.double_precision);
-        } else {
-            const GeneratedKernel kernel = generate();
-            report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
-            if (report.reason.empty()) code = compile_and_store(key, kernel, report.glslang_s);
-        }
-        if (report.reason.empty()) {
-            start = Clock::now();
-            entry->pipeline = &device_.kernels().compiled_pipeline(
-                code->spirv, spec.double_precision, "compiled " + spec_name(spec, tape_), key, &report.pipeline);
+        std::vector<std::byte> metadata;
+        entry->pipeline = device_.kernels().identified_pipeline(spec.double_precision, name, key,
+                                                                report.pipeline, metadata);
+        if (entry->pipeline != nullptr && metadata.size() == sizes_bytes) {
             report.pipeline_s = seconds_since(start);
-            report.compiled = true;
+            std::uint64_t sizes[2];
+            std::memcpy(sizes, metadata.data(), sizes_bytes);
+            report.statements = static_cast<std::size_t>(sizes[0]);
+            report.library_calls = static_cast<std::size_t>(sizes[1]);
+            report.spirv_from_cache = true;
+            report.reason = over_limit(report.statements, report.library_calls, device_.info().type,
+                                       spec.double_precision);
+            report.compiled = report.reason.empty();
+            if (!report.compiled) entry->pipeline = nullptr;
+        } else {
+            entry->pipeline = nullptr;
+            report.pipeline = PipelineReport{};
+            start = Clock::now();
+            std::shared_ptr<const CachedKernel> code = cached_kernel(key);
+            report.spirv_load_s = seconds_since(start);
+            report.spirv_from_cache = code != nullptr;
+            if (code) {
+                report.statements = code->statements;
+                report.library_calls = code->library_calls;
+                report.reason = over_limit(code->statements, code->library_calls, device_.info().type,
+                                           spec.double_precision);
+            } else {
+                const GeneratedKernel kernel = generate();
+                report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
+                if (report.reason.empty()) code = compile_and_store(key, kernel, report.glslang_s);
+            }
+            if (report.reason.empty()) {
+                std::vector<std::byte> sizes;
+                append_value(sizes, static_cast<std::uint64_t>(code->statements));
+                append_value(sizes, static_cast<std::uint64_t>(code->library_calls));
+                start = Clock::now();
+                entry->pipeline = &device_.kernels().compiled_pipeline(code->spirv, spec.double_precision, name,
+                                                                       key, &report.pipeline, sizes);
+                report.pipeline_s = seconds_since(start);
+                report.compiled = true;
+            }
         }
     }
     report.total_s = seconds_since(begin);

@@ -86,8 +86,8 @@ std::shared_ptr<const CachedKernel> cached_kernel(const std::string& key);
 /// Compiles `kernel`'s GLSL with glslang and keeps the result under `key` in memory and on disk.
 std::shared_ptr<const CachedKernel> compile_and_store(const std::string& key, const GeneratedKernel& kernel,
                                                       double& glslang_s);
-/// Forgets the SPIR-V held in memory (as a new process starts): the next cached_kernel() of a
-/// kernel reads the disk cache. For tests.
+/// Forgets the SPIR-V and the devices' pipelines held in memory (as a new process starts): the
+/// next build of a kernel reads the disk cache. For tests.
 void clear_spirv_memory_cache();
 
 class CompiledKernels {

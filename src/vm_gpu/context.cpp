@@ -251,29 +251,67 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         // Pipeline statistics (tuning.hpp: TAPEVM_GPU_PIPELINE_STATS) where the driver has them;
         // pipeline creation feedback (did a compiled kernel's pipeline come from its pipeline
         // cache: CompilePlan) wherever the driver has it.
-        bool statistics = false, feedback = false;
+        // Shader module identifiers (tuning.hpp: TAPEVM_GPU_MODULE_IDENTIFIERS) where offered.
+        bool statistics = false, feedback = false, identifiers = false, cache_control = false;
         for (const auto& extension : physical.enumerateDeviceExtensionProperties(nullptr)) {
             const std::string_view name(extension.extensionName.data());
             statistics = statistics || name == VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME;
             feedback = feedback || name == VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
+            identifiers = identifiers || name == VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME;
+            cache_control = cache_control || name == VK_EXT_PIPELINE_CREATION_CACHE_CONTROL_EXTENSION_NAME;
         }
         if (tuning().pipeline_stats && !statistics)
             std::cerr << "gpu: " << info_.name << " offers no pipeline statistics\n";
         statistics = statistics && tuning().pipeline_stats;
+        KernelsFeatures kernel_features{statistics, feedback, {}};
+        if (identifiers && cache_control && tuning().module_identifiers)
+            kernel_features.identifier_algorithm = module_identifier_algorithm(physical);
+        const bool with_identifiers = !kernel_features.identifier_algorithm.empty();
         std::vector<const char*> extensions;
         if (statistics) extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
         if (feedback) extensions.push_back(VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME);
+        if (with_identifiers) {
+            extensions.push_back(VK_EXT_PIPELINE_CREATION_CACHE_CONTROL_EXTENSION_NAME);
+            extensions.push_back(VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME);
+        }
         vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR statistics_feature(VK_TRUE);
+        vk::PhysicalDevicePipelineCreationCacheControlFeatures cache_control_feature(VK_TRUE);
+        vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT identifier_feature(VK_TRUE);
         vk::DeviceCreateInfo device_info({}, queue_info, {}, extensions, &features);
-        if (statistics) device_info.setPNext(&statistics_feature);
+        void* next = nullptr;
+        if (statistics) next = &statistics_feature;
+        if (with_identifiers) {
+            cache_control_feature.pNext = next;
+            identifier_feature.pNext = &cache_control_feature;
+            next = &identifier_feature;
+        }
+        device_info.pNext = next;
         device_ = vk::raii::Device(physical, device_info);
         queue_ = device_.getQueue(queue_family_, 0);
-        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical),
-                                             KernelsFeatures{statistics, feedback},
+        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical), kernel_features,
                                              pipeline_cache_key(physical.getProperties()));
     } catch (...) {
         rethrow_setup_error(what);
     }
+}
+
+std::string module_identifier_algorithm(const vk::raii::PhysicalDevice& physical) {
+    const auto features = physical.getFeatures2<vk::PhysicalDeviceFeatures2,
+                                                vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT,
+                                                vk::PhysicalDevicePipelineCreationCacheControlFeatures>();
+    if (!features.get<vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT>().shaderModuleIdentifier ||
+        !features.get<vk::PhysicalDevicePipelineCreationCacheControlFeatures>().pipelineCreationCacheControl)
+        return {};
+    const auto properties =
+        physical.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceShaderModuleIdentifierPropertiesEXT>();
+    std::string algorithm;
+    char text[4];
+    for (const std::uint8_t byte :
+         properties.get<vk::PhysicalDeviceShaderModuleIdentifierPropertiesEXT>().shaderModuleIdentifierAlgorithmUUID) {
+        std::snprintf(text, sizeof text, "%02x", byte);
+        algorithm += text;
+    }
+    return algorithm;
 }
 
 std::string pipeline_cache_key(const vk::PhysicalDeviceProperties& properties) {

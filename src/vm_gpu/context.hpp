@@ -53,6 +53,9 @@ std::size_t select_device(const std::vector<DeviceInfo>& devices, const std::str
 /// Names the device and its driver version for the on-disk pipeline cache:
 /// vendor-device-driverVersion-pipelineCacheUUID in hex.
 std::string pipeline_cache_key(const vk::PhysicalDeviceProperties& properties);
+/// The device's shader module identifier algorithm (its UUID in hex) where it offers module
+/// identifiers and pipeline creation cache control, else "".
+std::string module_identifier_algorithm(const vk::raii::PhysicalDevice& physical);
 
 /// True when TAPEVM_VULKAN_VALIDATION=1 (or `requested`).
 bool validation_requested(bool requested);

@@ -1,7 +1,9 @@
 #include "kernels.hpp"
 
 #include <array>
+#include <atomic>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <optional>
 #include <span>
@@ -93,7 +95,8 @@ const char* kernel_name(Kernel kernel) {
 Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls,
                  KernelsFeatures features, std::string cache_key)
     : device_(device), float64_(float64), statistics_(features.statistics),
-      creation_feedback_(features.creation_feedback), denorm_widths_{denorm_preserve_widths(controls, false),
+      creation_feedback_(features.creation_feedback),
+      identifier_algorithm_(std::move(features.identifier_algorithm)), denorm_widths_{denorm_preserve_widths(controls, false),
                                               denorm_preserve_widths(controls, true)},
       inf_nan_widths_{inf_nan_preserve_widths(controls, false), inf_nan_preserve_widths(controls, true)},
       cache_key_(std::move(cache_key)) {
@@ -138,7 +141,7 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
     std::optional<vk::raii::Pipeline> pipeline;
     try {
         pipeline.emplace(
-            make_pipeline(embedded_spirv(kernel, double_precision), double_precision, nullptr, specialization));
+            make_pipeline({embedded_spirv(kernel, double_precision), {}, nullptr}, double_precision, nullptr, specialization));
     } catch (...) {
         rethrow_setup_error("gpu::Kernels: cannot create the " + name + " pipeline");
     }
@@ -148,15 +151,25 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
 
 Kernels::~Kernels() = default;
 
-vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+vk::raii::Pipeline Kernels::make_pipeline(ShaderSource source, bool double_precision,
                                           const vk::raii::PipelineCache* cache, Specialization specialization,
                                           std::optional<bool>* driver_cache_hit) const {
-    // The module with the DenormPreserve and SignedZeroInfNanPreserve modes this device allows.
-    const std::size_t precision = double_precision ? 1 : 0;
-    const auto code = with_inf_nan_preserve(with_denorm_preserve(spirv, denorm_widths_[precision]),
-                                            inf_nan_widths_[precision]);
-    const vk::raii::ShaderModule module(
-        device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
+    // The module with the DenormPreserve and SignedZeroInfNanPreserve modes this device allows;
+    // or no module but its identifier, and the driver's cached pipeline or nothing.
+    vk::raii::ShaderModule module(nullptr);
+    const bool by_identifier = source.spirv.empty();
+    if (!by_identifier) {
+        const std::size_t precision = double_precision ? 1 : 0;
+        const auto code = with_inf_nan_preserve(with_denorm_preserve(source.spirv, denorm_widths_[precision]),
+                                                inf_nan_widths_[precision]);
+        module = vk::raii::ShaderModule(
+            device_, vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
+        if (source.identifier_out != nullptr) {
+            const vk::ShaderModuleIdentifierEXT identifier = module.getIdentifierEXT();
+            source.identifier_out->assign(identifier.identifier.begin(),
+                                          identifier.identifier.begin() + identifier.identifierSize);
+        }
+    }
     // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count,
     // 2 and 3 (compact and local kernels, where not all) the op set's low and high words, 4
     // (where not 0) the seeds.
@@ -172,10 +185,15 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
             entries.emplace_back(id, id * static_cast<std::uint32_t>(sizeof(std::uint32_t)), sizeof(std::uint32_t));
     const vk::SpecializationInfo constants(static_cast<std::uint32_t>(entries.size()), entries.data(),
                                            values.size() * sizeof(std::uint32_t), values.data());
-    const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
-                                                  &constants);
-    const vk::PipelineCreateFlags flags =
+    vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main", &constants);
+    const vk::PipelineShaderStageModuleIdentifierCreateInfoEXT identifier(
+        static_cast<std::uint32_t>(source.identifier.size()), source.identifier.data());
+    vk::PipelineCreateFlags flags =
         statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
+    if (by_identifier) {
+        stage.setPNext(&identifier);
+        flags |= vk::PipelineCreateFlagBits::eFailOnPipelineCompileRequired;
+    }
     vk::ComputePipelineCreateInfo info(flags, stage, *layout_);
     vk::PipelineCreationFeedback whole, stage_feedback;
     const vk::PipelineCreationFeedbackCreateInfo feedback(&whole, 1, &stage_feedback);
@@ -187,51 +205,130 @@ vk::raii::Pipeline Kernels::make_pipeline(std::span<const std::uint32_t> spirv, 
     return pipeline;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+const char* precision_suffix(bool double_precision) { return double_precision ? "-f64" : "-f32"; }
+
+// forget_compiled_pipelines()'s count: part of compiled_'s keys, so forgotten pipelines stay
+// alive for the Vms that hold them but are found no more.
+std::atomic<unsigned> compiled_generation{0};
+
+// compiled_'s key of a kernel.
+std::string memory_key(std::string_view cache_key, bool double_precision) {
+    return std::string(cache_key) + precision_suffix(double_precision) + "#" +
+           std::to_string(compiled_generation.load());
+}
+
+}  // namespace
+
+void forget_compiled_pipelines() { ++compiled_generation; }
+
 const vk::raii::Pipeline& Kernels::compiled_pipeline(std::span<const std::uint32_t> spirv,
                                                      bool double_precision, const std::string& name,
-                                                     std::string_view cache_key, PipelineReport* report) {
+                                                     std::string_view cache_key, PipelineReport* report,
+                                                     std::span<const std::byte> metadata) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
     PipelineReport ignored;
     PipelineReport& out = report != nullptr ? *report : ignored;
-    const std::string key = std::string(cache_key) + (double_precision ? "-f64" : "-f32");
+    const std::string key = memory_key(cache_key, double_precision);
     auto found = compiled_.find(key);
     out.reused = found != compiled_.end();
-    if (found == compiled_.end())
-        found = compiled_.emplace(key, create_pipeline(spirv, double_precision, name, cache_key, out)).first;
-    return found->second;
+    if (found == compiled_.end()) {
+        CompiledPipeline made{create_pipeline(spirv, double_precision, name, cache_key, out, metadata),
+                              {metadata.begin(), metadata.end()}};
+        found = compiled_.emplace(key, std::move(made)).first;
+    }
+    return found->second.pipeline;
 }
 
-vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
-                                            const std::string& name, std::string_view cache_key,
-                                            PipelineReport& report) {
-    using Clock = std::chrono::steady_clock;
-    const auto seconds_since = [](Clock::time_point start) {
-        return std::chrono::duration<double>(Clock::now() - start).count();
-    };
+const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, const std::string& name,
+                                                       std::string_view cache_key, PipelineReport& report,
+                                                       std::vector<std::byte>& metadata) {
+    if (double_precision && !float64_) return nullptr;  // compiled_pipeline() says why
+    const std::string key = memory_key(cache_key, double_precision);
+    if (const auto found = compiled_.find(key); found != compiled_.end()) {
+        report.reused = true;
+        metadata = found->second.metadata;
+        return &found->second.pipeline;
+    }
+    if (identifier_algorithm_.empty()) return nullptr;
+    const auto start = Clock::now();
+    const auto stored = DiskCache(default_cache_folder()).load(identifier_key(cache_key, double_precision));
+    std::uint32_t size = 0;
+    if (!stored || stored->size() < sizeof size) return nullptr;
+    std::memcpy(&size, stored->data(), sizeof size);
+    if (size == 0 || size > VK_MAX_SHADER_MODULE_IDENTIFIER_SIZE_EXT || stored->size() < sizeof size + size)
+        return nullptr;
+    const std::span<const std::uint8_t> identifier(reinterpret_cast<const std::uint8_t*>(stored->data()) + sizeof size,
+                                                   size);
+    PipelineCacheBlob cache = load_pipeline_cache(cache_key, double_precision);
+    if (cache.blob.empty()) return nullptr;  // nothing the driver could find it in
+    report.cache_load_s = seconds_since(start);
+    const auto create_start = Clock::now();
+    std::optional<vk::raii::Pipeline> pipeline;
+    try {
+        pipeline.emplace(make_pipeline({{}, identifier, nullptr}, double_precision, &cache.cache, {}, &report.driver_cache_hit));
+    } catch (const vk::Error&) {  // the driver would rather have the SPIR-V: compiled_pipeline() then
+        return nullptr;
+    }
+    report.create_s = seconds_since(create_start);
+    if (pipeline->getConstructorSuccessCode() != vk::Result::eSuccess || !static_cast<vk::Pipeline>(**pipeline)) {
+        report = PipelineReport{};
+        return nullptr;  // not in the driver's cache: it needs the SPIR-V
+    }
+    report.from_identifier = true;
+    if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
+    metadata.assign(stored->begin() + sizeof size + size, stored->end());
+    CompiledPipeline made{std::move(*pipeline), metadata};
+    return &compiled_.emplace(key, std::move(made)).first->second.pipeline;
+}
+
+std::string Kernels::identifier_key(std::string_view cache_key, bool double_precision) const {
+    return "identifier-" + cache_key_ + "-" + identifier_algorithm_ + "-" + std::string(cache_key) +
+           precision_suffix(double_precision);
+}
+
+Kernels::PipelineCacheBlob Kernels::load_pipeline_cache(std::string_view cache_key, bool double_precision) const {
     // One pipeline cache per kernel and device (driver version included): loading it costs what
     // the kernel's own code costs, however many kernels the cache folder holds. The driver
     // checks the blob's header (vendor, device, cache UUID) and ignores one that is not its own;
     // the disk cache has checked its integrity before.
-    auto start = Clock::now();
-    const DiskCache disk(default_cache_folder());
-    const std::string key = "pipeline-" + cache_key_ + "-" + std::string(cache_key) +
-                            (double_precision ? "-f64" : "-f32");
-    std::vector<std::byte> blob;
-    if (auto stored = disk.load(key)) blob = std::move(*stored);
-    std::optional<vk::raii::PipelineCache> cache;
+    PipelineCacheBlob result;
+    if (auto stored = DiskCache(default_cache_folder()).load(pipeline_cache_key(cache_key, double_precision)))
+        result.blob = std::move(*stored);
     try {
-        cache.emplace(device_, vk::PipelineCacheCreateInfo({}, blob.size(), blob.data()));
+        result.cache = vk::raii::PipelineCache(device_, vk::PipelineCacheCreateInfo({}, result.blob.size(), result.blob.data()));
     } catch (const vk::Error&) {  // a blob the driver rejects: start empty
-        blob.clear();
-        cache.emplace(device_, vk::PipelineCacheCreateInfo());
+        result.blob.clear();
+        result.cache = vk::raii::PipelineCache(device_, vk::PipelineCacheCreateInfo());
     }
+    return result;
+}
+
+std::string Kernels::pipeline_cache_key(std::string_view cache_key, bool double_precision) const {
+    return "pipeline-" + cache_key_ + "-" + std::string(cache_key) + precision_suffix(double_precision);
+}
+
+vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+                                            const std::string& name, std::string_view cache_key,
+                                            PipelineReport& report, std::span<const std::byte> metadata) {
+    auto start = Clock::now();
+    PipelineCacheBlob cache = load_pipeline_cache(cache_key, double_precision);
     report.cache_load_s = seconds_since(start);
     start = Clock::now();
     std::optional<vk::raii::Pipeline> pipeline;
+    std::vector<std::uint8_t> identifier;
     try {
-        pipeline.emplace(make_pipeline(spirv, double_precision, &*cache, {}, &report.driver_cache_hit));
+        pipeline.emplace(make_pipeline({spirv, {}, identifier_algorithm_.empty() ? nullptr : &identifier},
+                                       double_precision, &cache.cache, {}, &report.driver_cache_hit));
     } catch (...) {
         rethrow_setup_error("gpu: cannot create the " + name + " (" +
                             (double_precision ? "double" : "float") + ") pipeline");
@@ -239,16 +336,26 @@ vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv
     report.create_s = seconds_since(start);
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
     // Compiled now (no blob, or the driver says it missed the one it had): keep the driver's
-    // code for the next process.
-    if (blob.empty() || report.driver_cache_hit == false) {
-        start = Clock::now();
+    // code for the next process, and the module's identifier to find it by.
+    start = Clock::now();
+    const DiskCache disk(default_cache_folder());
+    if (cache.blob.empty() || report.driver_cache_hit == false) {
         try {
-            const std::vector<std::uint8_t> data = cache->getData();
-            disk.store(key, std::as_bytes(std::span<const std::uint8_t>(data)));
+            const std::vector<std::uint8_t> data = cache.cache.getData();
+            disk.store(pipeline_cache_key(cache_key, double_precision), std::as_bytes(std::span(data)));
         } catch (const vk::Error&) {  // best effort: the cache is an optimisation
         }
-        report.store_s = seconds_since(start);
     }
+    if (!identifier.empty()) {
+        const auto size = static_cast<std::uint32_t>(identifier.size());
+        std::vector<std::byte> payload(sizeof size);
+        std::memcpy(payload.data(), &size, sizeof size);
+        const auto bytes = std::as_bytes(std::span(identifier));
+        payload.insert(payload.end(), bytes.begin(), bytes.end());
+        payload.insert(payload.end(), metadata.begin(), metadata.end());
+        disk.store(identifier_key(cache_key, double_precision), payload);
+    }
+    report.store_s = seconds_since(start);
     return std::move(*pipeline);
 }
 

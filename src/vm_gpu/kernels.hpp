@@ -109,6 +109,10 @@ std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precisi
 /// "reverse_local".
 const char* kernel_name(Kernel kernel);
 
+/// Makes every device forget the compiled kernels' pipelines it made (as a new process
+/// starts; those in use stay alive). For tests, through clear_spirv_memory_cache().
+void forget_compiled_pipelines();
+
 /// Optional device features the pipelines use.
 struct KernelsFeatures {
     /// VK_KHR_pipeline_executable_properties is enabled: each pipeline's statistics are printed
@@ -117,6 +121,9 @@ struct KernelsFeatures {
     /// VK_EXT_pipeline_creation_feedback is enabled: compiled kernels' pipelines say whether
     /// they came from their pipeline cache.
     bool creation_feedback = false;
+    /// VK_EXT_shader_module_identifier is enabled (with pipeline creation cache control): the
+    /// device's identifier algorithm UUID in hex, else "" (identified_pipeline()).
+    std::string identifier_algorithm;
 };
 
 /// Where a compiled kernel's pipeline came from and what it took (compiled_pipeline()).
@@ -124,7 +131,8 @@ struct PipelineReport {
     bool reused = false;      // the device had made it before in this process
     double cache_load_s = 0;  // its pipeline cache: the blob from disk, vkCreatePipelineCache
     double create_s = 0;      // vkCreateShaderModule and vkCreateComputePipelines
-    double store_s = 0;       // the pipeline cache's data to disk (a newly compiled kernel)
+    double store_s = 0;       // the pipeline cache's data and module identifier to disk (a newly made pipeline)
+    bool from_identifier = false;  // made by identified_pipeline(): no SPIR-V
     /// From pipeline creation feedback: whether the driver found the pipeline in the
     /// pipeline cache (nothing where it does not say).
     std::optional<bool> driver_cache_hit;
@@ -151,26 +159,57 @@ public:
     const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, Specialization specialization = {});
     /// The pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp) under
     /// `cache_key` (its kernel's key), created on first use by create_pipeline() and then kept
-    /// for the device's life: every Vm of the program that runs the same kernel shares it (a
-    /// CPU device such as lavapipe takes up to seconds per pipeline and caches none itself).
-    /// `report` (when given) says what it took. The caller holds the device's mutex.
+    /// for the device's life with `metadata` (the compiler's sizes of the kernel): every Vm of
+    /// the program that runs the same kernel shares it (a CPU device such as lavapipe takes up
+    /// to seconds per pipeline and caches none itself). `report` (when given) says what it
+    /// took. The caller holds the device's mutex.
     const vk::raii::Pipeline& compiled_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
                                                 const std::string& name, std::string_view cache_key,
-                                                PipelineReport* report = nullptr);
+                                                PipelineReport* report = nullptr,
+                                                std::span<const std::byte> metadata = {});
+    /// The pipeline under `cache_key` without its SPIR-V, or null: the one this device made
+    /// before (with its metadata), else, with module identifiers, one the driver finds in the
+    /// kernel's pipeline cache on disk by the module identifier stored beside it (then
+    /// `metadata` is what compiled_pipeline() stored with it). Null where neither is there or
+    /// the driver needs the SPIR-V: then compiled_pipeline(). The caller holds the device's mutex.
+    const vk::raii::Pipeline* identified_pipeline(bool double_precision, const std::string& name,
+                                                  std::string_view cache_key, PipelineReport& report,
+                                                  std::vector<std::byte>& metadata);
     /// A pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp), with the
     /// interpreter's layout, workgroup size and DenormPreserve patch, through a pipeline cache
-    /// of its own, loaded from the disk cache (disk_cache.hpp) under `cache_key` (the SPIR-V's
-    /// key) and this device's key, and stored there when the driver compiled the kernel now.
+    /// of its own, loaded from the disk cache (disk_cache.hpp) under `cache_key` (the kernel's
+    /// key) and this device's key, and stored there when the driver compiled the kernel now;
+    /// with module identifiers, the module's identifier and `metadata` stored beside it.
     /// The caller holds the device's mutex.
     vk::raii::Pipeline create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
                                        const std::string& name, std::string_view cache_key,
-                                       PipelineReport& report);
+                                       PipelineReport& report, std::span<const std::byte> metadata = {});
 
 private:
+    /// A module's code, or (code empty) its identifier alone.
+    struct ShaderSource {
+        std::span<const std::uint32_t> spirv;
+        std::span<const std::uint8_t> identifier;
+        std::vector<std::uint8_t>* identifier_out = nullptr;  // receives the module's identifier
+    };
+    struct PipelineCacheBlob {
+        std::vector<std::byte> blob;  // empty: nothing on disk (or the driver refused it)
+        vk::raii::PipelineCache cache{nullptr};
+    };
+    struct CompiledPipeline {
+        vk::raii::Pipeline pipeline;
+        std::vector<std::byte> metadata;
+    };
+    PipelineCacheBlob load_pipeline_cache(std::string_view cache_key, bool double_precision) const;
+    std::string pipeline_cache_key(std::string_view cache_key, bool double_precision) const;
+    std::string identifier_key(std::string_view cache_key, bool double_precision) const;
+
     /// Sets specialization constant 0 (the workgroup size) and those of `specialization` that
     /// differ from their defaults. `driver_cache_hit` (when given, with creation feedback on)
-    /// receives whether the driver found the pipeline in `cache`.
-    vk::raii::Pipeline make_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
+    /// receives whether the driver found the pipeline in `cache`. From an identifier the
+    /// pipeline is null (getConstructorSuccessCode() ePipelineCompileRequired) unless the
+    /// driver found it in `cache`.
+    vk::raii::Pipeline make_pipeline(ShaderSource source, bool double_precision,
                                      const vk::raii::PipelineCache* cache, Specialization specialization = {},
                                      std::optional<bool>* driver_cache_hit = nullptr) const;
     void print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const;
@@ -179,9 +218,10 @@ private:
     bool float64_;
     bool statistics_;
     bool creation_feedback_;
+    std::string identifier_algorithm_;
     std::array<std::vector<std::uint32_t>, 2> denorm_widths_;   // float, double
     std::array<std::vector<std::uint32_t>, 2> inf_nan_widths_;  // float, double
-    std::map<std::string, vk::raii::Pipeline> compiled_;        // compiled_pipeline()'s, by key
+    std::map<std::string, CompiledPipeline> compiled_;          // compiled_pipeline()'s, by key
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
     // By (kernel, double precision, specialization); std::map keeps references stable.

@@ -61,6 +61,7 @@ Tuning read_tuning() {
     tuning.chunk_points = whole_number("TAPEVM_GPU_CHUNK_POINTS", 0, 1, std::size_t{1} << 32);
     tuning.pipeline_stats = whole_number("TAPEVM_GPU_PIPELINE_STATS", 0, 0, 1) == 1;
     tuning.compile_staging = whole_number("TAPEVM_GPU_COMPILE_STAGING", 1, 0, 1) == 1;
+    tuning.module_identifiers = whole_number("TAPEVM_GPU_MODULE_IDENTIFIERS", 1, 0, 1) == 1;
     return tuning;
 }
 

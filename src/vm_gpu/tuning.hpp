@@ -25,6 +25,10 @@
 //   TAPEVM_GPU_CHUNK_POINTS=N             points per chunk when Options::chunk_points is 0
 //   TAPEVM_GPU_COMPILE_STAGING=0|1        the tape compiler's kernels stage inputs and results
 //                                         through shared memory (default 1, codegen.hpp)
+//   TAPEVM_GPU_MODULE_IDENTIFIERS=0|1     compiled kernels' pipelines are made from the driver's
+//                                         pipeline cache by their shader module's identifier
+//                                         (VK_EXT_shader_module_identifier, where offered), so
+//                                         a cache hit reads and passes no SPIR-V (default 1)
 //   TAPEVM_GPU_PIPELINE_STATS=1           print each pipeline's statistics (registers, ...)
 //                                         to stderr where VK_KHR_pipeline_executable_properties
 //                                         is offered
@@ -50,6 +54,7 @@ struct Tuning {
     std::size_t chunk_points = 0;
     bool pipeline_stats = false;
     bool compile_staging = true;
+    bool module_identifiers = true;
 };
 
 /// The environment's tuning, read at the first call.

@@ -238,6 +238,7 @@ template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const 
     result.pipeline_create_s = report.pipeline.create_s;
     result.pipeline_store_s = report.pipeline.store_s;
     result.pipeline_reused = report.pipeline.reused;
+    result.pipeline_from_identifier = report.pipeline.from_identifier;
     result.driver_cache_hit = report.pipeline.driver_cache_hit;
     result.total_s = report.total_s;
     return result;

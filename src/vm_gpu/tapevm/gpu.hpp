@@ -86,8 +86,12 @@ struct CompilePlan {
     std::string reason;             // why the interpreter runs it (empty when compiled)
     std::size_t statements = 0;     // statements of the generated kernel
     std::size_t library_calls = 0;  // math-library calls in it (exp, sin, pow, ...)
-    /// SPIR-V from memory or the disk cache (keyed by the tape and mode): no GLSL generated, no glslang.
+    /// The kernel from a cache (keyed by the tape and mode): SPIR-V from memory or disk, or a
+    /// pipeline made before or found by its module identifier; no GLSL generated, no glslang.
     bool spirv_from_cache = false;
+    /// The driver found the pipeline in its pipeline cache by the shader module's identifier
+    /// (VK_EXT_shader_module_identifier, where offered): no SPIR-V read or passed.
+    bool pipeline_from_identifier = false;
     double spirv_load_s = 0;  // hashing the tape and looking its kernel up in memory and on disk
     double generate_s = 0;    // generating the GLSL (a cache miss)
     double glslang_s = 0;     // GLSL to SPIR-V (a cache miss)
