@@ -96,8 +96,8 @@ Kernels::Kernels(const vk::raii::Device& device, bool float64, const FloatContro
                  KernelsFeatures features, std::string cache_key)
     : device_(device), float64_(float64), statistics_(features.statistics),
       creation_feedback_(features.creation_feedback),
-      identifier_algorithm_(std::move(features.identifier_algorithm)), denorm_widths_{denorm_preserve_widths(controls, false),
-                                              denorm_preserve_widths(controls, true)},
+      identifier_algorithm_(std::move(features.identifier_algorithm)),
+      denorm_widths_{denorm_preserve_widths(controls, false), denorm_preserve_widths(controls, true)},
       inf_nan_widths_{inf_nan_preserve_widths(controls, false), inf_nan_preserve_widths(controls, true)},
       cache_key_(std::move(cache_key)) {
     try {
@@ -141,7 +141,8 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
     std::optional<vk::raii::Pipeline> pipeline;
     try {
         pipeline.emplace(
-            make_pipeline({embedded_spirv(kernel, double_precision), {}, nullptr}, double_precision, nullptr, specialization));
+            make_pipeline({embedded_spirv(kernel, double_precision), {}, nullptr}, double_precision, nullptr,
+                          specialization));
     } catch (...) {
         rethrow_setup_error("gpu::Kernels: cannot create the " + name + " pipeline");
     }
@@ -275,7 +276,8 @@ const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, co
     const auto create_start = Clock::now();
     std::optional<vk::raii::Pipeline> pipeline;
     try {
-        pipeline.emplace(make_pipeline({{}, identifier, nullptr}, double_precision, &cache.cache, {}, &report.driver_cache_hit));
+        pipeline.emplace(make_pipeline({{}, identifier, nullptr}, double_precision, &cache.cache, {},
+                                       &report.driver_cache_hit));
     } catch (const vk::Error&) {  // the driver would rather have the SPIR-V: compiled_pipeline() then
         return nullptr;
     }
@@ -305,7 +307,8 @@ Kernels::PipelineCacheBlob Kernels::load_pipeline_cache(std::string_view cache_k
     if (auto stored = DiskCache(default_cache_folder()).load(pipeline_cache_key(cache_key, double_precision)))
         result.blob = std::move(*stored);
     try {
-        result.cache = vk::raii::PipelineCache(device_, vk::PipelineCacheCreateInfo({}, result.blob.size(), result.blob.data()));
+        result.cache =
+            vk::raii::PipelineCache(device_, vk::PipelineCacheCreateInfo({}, result.blob.size(), result.blob.data()));
     } catch (const vk::Error&) {  // a blob the driver rejects: start empty
         result.blob.clear();
         result.cache = vk::raii::PipelineCache(device_, vk::PipelineCacheCreateInfo());

@@ -507,7 +507,9 @@ TEST_CASE("the disk cache: round trips, and damaged, foreign or missing entries 
 TEST_CASE("kernel keys name the tape's contents and the spec, nothing else") {
     using gpu::detail::kernel_key;
     const auto make = [](double constant, bool use_exp) {
-        return record(2, [&](std::span<const Var> x) { return x[0] * x[1] + constant * (use_exp ? exp(x[1]) : sin(x[1])); });
+        return record(2, [&](std::span<const Var> x) {
+            return x[0] * x[1] + constant * (use_exp ? exp(x[1]) : sin(x[1]));
+        });
     };
     gpu::detail::KernelSpec spec;
     spec.kernel = gpu::detail::Kernel::reverse;
