@@ -52,8 +52,22 @@ template <class T> void append_value(std::vector<std::byte>& out, T value) {
     append(out, std::span<const T>(&value, 1));
 }
 
-// A disk entry's payload: statements and library calls (two u64), then the SPIR-V.
+// A kernel's sizes as stored: statements and library calls, two u64s (first in a SPIR-V disk
+// entry's payload, and the metadata beside a module identifier).
 constexpr std::size_t sizes_bytes = 2 * sizeof(std::uint64_t);
+
+void append_sizes(std::vector<std::byte>& out, std::size_t statements, std::size_t library_calls) {
+    append_value(out, static_cast<std::uint64_t>(statements));
+    append_value(out, static_cast<std::uint64_t>(library_calls));
+}
+
+// The sizes at the start of `bytes` (at least sizes_bytes long).
+void read_sizes(std::span<const std::byte> bytes, std::size_t& statements, std::size_t& library_calls) {
+    std::uint64_t sizes[2];
+    std::memcpy(sizes, bytes.data(), sizes_bytes);
+    statements = static_cast<std::size_t>(sizes[0]);
+    library_calls = static_cast<std::size_t>(sizes[1]);
+}
 
 }  // namespace
 
@@ -133,10 +147,7 @@ std::shared_ptr<const CachedKernel> cached_kernel(const std::string& key) {
     const auto stored = DiskCache(default_cache_folder()).load(key);
     if (!stored || stored->size() <= sizes_bytes || (stored->size() - sizes_bytes) % 4 != 0) return nullptr;
     auto kernel = std::make_shared<CachedKernel>();
-    std::uint64_t sizes[2];
-    std::memcpy(sizes, stored->data(), sizes_bytes);
-    kernel->statements = static_cast<std::size_t>(sizes[0]);
-    kernel->library_calls = static_cast<std::size_t>(sizes[1]);
+    read_sizes(*stored, kernel->statements, kernel->library_calls);
     kernel->spirv.resize((stored->size() - sizes_bytes) / 4);
     std::memcpy(kernel->spirv.data(), stored->data() + sizes_bytes, stored->size() - sizes_bytes);
     if (kernel->spirv[0] != 0x07230203u) return nullptr;  // not SPIR-V's magic number
@@ -154,8 +165,7 @@ std::shared_ptr<const CachedKernel> compile_and_store(const std::string& key, co
     glslang_s = seconds_since(start);
     std::vector<std::byte> payload;
     payload.reserve(sizes_bytes + compiled->spirv.size() * 4);
-    append_value(payload, static_cast<std::uint64_t>(kernel.statements));
-    append_value(payload, static_cast<std::uint64_t>(kernel.library_calls));
+    append_sizes(payload, kernel.statements, kernel.library_calls);
     append(payload, std::span<const std::uint32_t>(compiled->spirv));
     DiskCache(default_cache_folder()).store(key, payload);
     MemoryCache& cache = memory_cache();
@@ -188,6 +198,7 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
         const std::string key = kernel_key(tape_, spec);
         report.key_s = seconds_since(start);
         const std::string name = "compiled " + spec_name(spec, tape_);
+        const std::string_view device_type = device_.info().type;
         // The device's pipeline, or the driver's by the module's identifier: no SPIR-V at all.
         start = Clock::now();
         std::vector<std::byte> metadata;
@@ -195,36 +206,31 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
                                                                 report.pipeline, metadata);
         if (entry->pipeline != nullptr && metadata.size() == sizes_bytes) {
             report.pipeline_s = seconds_since(start);
-            std::uint64_t sizes[2];
-            std::memcpy(sizes, metadata.data(), sizes_bytes);
-            report.statements = static_cast<std::size_t>(sizes[0]);
-            report.library_calls = static_cast<std::size_t>(sizes[1]);
+            read_sizes(metadata, report.statements, report.library_calls);
             report.spirv_from_cache = true;
-            report.reason = over_limit(report.statements, report.library_calls, device_.info().type,
-                                       spec.double_precision);
+            report.reason = over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
             report.compiled = report.reason.empty();
             if (!report.compiled) entry->pipeline = nullptr;
-        } else {
+        } else {  // the SPIR-V: from memory or disk, else generated and compiled now
             entry->pipeline = nullptr;
             report.pipeline = PipelineReport{};
             start = Clock::now();
             std::shared_ptr<const CachedKernel> code = cached_kernel(key);
             report.spirv_load_s = seconds_since(start);
             report.spirv_from_cache = code != nullptr;
+            if (!code) {
+                const GeneratedKernel kernel = generate();
+                if (over_limit(kernel, device_type, spec.double_precision).empty())
+                    code = compile_and_store(key, kernel, report.glslang_s);
+            }
             if (code) {
                 report.statements = code->statements;
                 report.library_calls = code->library_calls;
-                report.reason = over_limit(code->statements, code->library_calls, device_.info().type,
-                                           spec.double_precision);
-            } else {
-                const GeneratedKernel kernel = generate();
-                report.reason = over_limit(kernel, device_.info().type, spec.double_precision);
-                if (report.reason.empty()) code = compile_and_store(key, kernel, report.glslang_s);
             }
+            report.reason = over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
             if (report.reason.empty()) {
                 std::vector<std::byte> sizes;
-                append_value(sizes, static_cast<std::uint64_t>(code->statements));
-                append_value(sizes, static_cast<std::uint64_t>(code->library_calls));
+                append_sizes(sizes, code->statements, code->library_calls);
                 start = Clock::now();
                 entry->pipeline = &device_.kernels().compiled_pipeline(code->spirv, spec.double_precision, name,
                                                                        key, &report.pipeline, sizes);

@@ -282,10 +282,8 @@ const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, co
         return nullptr;
     }
     report.create_s = seconds_since(create_start);
-    if (pipeline->getConstructorSuccessCode() != vk::Result::eSuccess || !static_cast<vk::Pipeline>(**pipeline)) {
-        report = PipelineReport{};
+    if (pipeline->getConstructorSuccessCode() != vk::Result::eSuccess || !static_cast<vk::Pipeline>(**pipeline))
         return nullptr;  // not in the driver's cache: it needs the SPIR-V
-    }
     report.from_identifier = true;
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
     metadata.assign(stored->begin() + sizeof size + size, stored->end());
