@@ -110,8 +110,10 @@ if want compile; then
         rm -rf /tmp/tapevm-compile-cache
         for run in cold disk-cache disk-cache disk-cache disk-cache disk-cache; do
             echo "== $entry f32, $run" >>"$out/compile.txt"
+            start_ns=$(date +%s%N)
             __GL_SHADER_DISK_CACHE=0 TAPEVM_CACHE_DIR=/tmp/tapevm-compile-cache "$tapevm" inspect "/tmp/$w.tape" --plan \
                 "${mode[@]}" --compile >>"$out/compile.txt" 2>&1
+            echo "process: $((($(date +%s%N) - start_ns) / 1000000)) ms (start, device, compile, exit)" >>"$out/compile.txt"
         done
     done
     echo "compile: done ($(grep -c compiled "$out/compile.txt") kernels)"

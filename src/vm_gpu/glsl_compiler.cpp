@@ -1,5 +1,6 @@
 #include "glsl_compiler.hpp"
 
+#include <future>
 #include <mutex>
 #include <string>
 
@@ -71,6 +72,21 @@ std::vector<std::uint32_t> compile_glsl(std::string_view source) {
     glslang::GlslangToSpv(*program.getIntermediate(EShLangCompute), spirv, &options);
     if (spirv.empty()) throw Error("gpu: glslang produced no SPIR-V for the generated kernel");
     return spirv;
+}
+
+void warm_up_glsl_compiler() noexcept {
+    // The same stage, version and targets as every kernel's, so glslang keeps the tables it
+    // builds. A future from std::async waits in its destructor at exit, so the thread never
+    // outlives glslang's statics.
+    try {
+        static const std::future<void> warming = std::async(std::launch::async, [] {
+            try {
+                compile_glsl("#version 450\nlayout(local_size_x = 1) in;\nvoid main() {}\n");
+            } catch (...) {  // a real compile reports glslang's trouble
+            }
+        });
+    } catch (...) {  // no thread to be had: the first compile sets glslang up itself
+    }
 }
 
 }  // namespace tapevm::gpu::detail

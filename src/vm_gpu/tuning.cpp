@@ -62,6 +62,7 @@ Tuning read_tuning() {
     tuning.pipeline_stats = whole_number("TAPEVM_GPU_PIPELINE_STATS", 0, 0, 1) == 1;
     tuning.compile_staging = whole_number("TAPEVM_GPU_COMPILE_STAGING", 1, 0, 1) == 1;
     tuning.module_identifiers = whole_number("TAPEVM_GPU_MODULE_IDENTIFIERS", 1, 0, 1) == 1;
+    tuning.glslang_warm_up = whole_number("TAPEVM_GPU_GLSLANG_WARM_UP", 1, 0, 1) == 1;
     return tuning;
 }
 

@@ -29,6 +29,9 @@
 //                                         pipeline cache by their shader module's identifier
 //                                         (VK_EXT_shader_module_identifier, where offered), so
 //                                         a cache hit reads and passes no SPIR-V (default 1)
+//   TAPEVM_GPU_GLSLANG_WARM_UP=0|1        a Vm with the compiled engine sets glslang up on a
+//                                         background thread while the device starts
+//                                         (glsl_compiler.hpp; default 1)
 //   TAPEVM_GPU_PIPELINE_STATS=1           print each pipeline's statistics (registers, ...)
 //                                         to stderr where VK_KHR_pipeline_executable_properties
 //                                         is offered
@@ -55,6 +58,7 @@ struct Tuning {
     bool pipeline_stats = false;
     bool compile_staging = true;
     bool module_identifiers = true;
+    bool glslang_warm_up = true;
 };
 
 /// The environment's tuning, read at the first call.

@@ -15,6 +15,7 @@
 #include "compiler.hpp"
 #include "context.hpp"
 #include "errors.hpp"
+#include "glsl_compiler.hpp"
 #include "memory.hpp"
 #include "runner.hpp"
 #include "tapevm/error.hpp"
@@ -126,6 +127,8 @@ template <class Real> void set_params(Call& call, const Batch<Real>& batch, std:
 Vm::Vm(Tape tape, Options options) : impl_(std::make_unique<Impl>()) {
     impl_->tape = std::move(tape);
     impl_->options = std::move(options);
+    if (impl_->options.engine == Engine::compiled && detail::tuning().glslang_warm_up)
+        detail::warm_up_glsl_compiler();  // beside the device's start
     impl_->device = detail::Device::acquire(impl_->options);
     const std::lock_guard lock(impl_->device->mutex());
     impl_->runner = std::make_unique<detail::Runner>(impl_->device, impl_->tape, impl_->options.chunk_points);

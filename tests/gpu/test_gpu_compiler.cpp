@@ -8,12 +8,14 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include "compiler.hpp"
 #include "disk_cache.hpp"
+#include "glsl_compiler.hpp"
 #include "reverse_order.hpp"
 #include "tape_ops.hpp"
 #include "gpu_support.hpp"
@@ -549,6 +551,23 @@ TEST_CASE("hash64 is XXH64: xxHash's own values (xxhsum -H1), every tail length"
         changed[i] = 'r';
         CHECK(hash64(bytes(changed)) != hash64(bytes(text)));
     }
+}
+
+TEST_CASE("glslang's warm-up runs beside compiles on other threads, and compiles still check their source") {
+    using gpu::detail::compile_glsl;
+    gpu::detail::warm_up_glsl_compiler();
+    gpu::detail::warm_up_glsl_compiler();  // once per process: a second call starts nothing
+    const std::string source = "#version 450\nlayout(local_size_x = 64) in;\n"
+                               "layout(std430, binding = 0) buffer Data { float data[]; };\n"
+                               "void main() { data[gl_GlobalInvocationID.x] *= 2.0; }\n";
+    std::vector<std::uint32_t> beside;
+    std::thread other([&] { beside = compile_glsl(source); });
+    const std::vector<std::uint32_t> here = compile_glsl(source);
+    other.join();
+    REQUIRE(here.size() > 5);
+    CHECK(here[0] == 0x07230203u);  // SPIR-V's magic number
+    CHECK(beside == here);
+    CHECK_THROWS_AS(compile_glsl("#version 450\nvoid main() { undeclared = 1; }\n"), Error);
 }
 
 template <class Real> void check_value_and_gradient(gpu::Engine engine) {
