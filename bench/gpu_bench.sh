@@ -8,7 +8,8 @@
 #      test_gpu_modes again on the local, compact and compiled kernels, and the conformance
 #      suite on compact and compiled kernels (step tests);
 #   1b. the tape compiler's compile times per workload and mode, cold and from the disk cache,
-#      into compile.txt (step compile);
+#      then JAX's for the same functions, cold and from its persistent compilation cache, into
+#      compile.txt (step compile);
 #   2. tapevm bench: the tape compiler's kernels (compiled, compiled-e2e) and the GPU interpreter
 #      (gpu, gpu-e2e) device-resident and with transfers, the CPU VM and the native baselines on
 #      this machine's cores, f32 and f64, at 2^16, 2^20, 2^22 points for ba, rosenbrock16 and
@@ -102,7 +103,8 @@ fi
 # so the disk-cache runs measure tapevm's caches (SPIR-V and VkPipelineCache) alone.
 # An entry WORKLOAD:MODE times that mode only (mlp16:gradient: the ~1,000-instruction tape).
 if want compile; then
-    for entry in ${TAPEVM_GPU_BENCH_COMPILE:-rosenbrock16 trig16 ba mlp16:gradient mlp16:forward}; do
+    compile_entries=${TAPEVM_GPU_BENCH_COMPILE:-rosenbrock16 trig16 ba mlp16:gradient mlp16:forward}
+    for entry in $compile_entries; do
         w=${entry%%:*}
         mode=()
         [[ $entry == *:* ]] && mode=(--mode "${entry#*:}")
@@ -117,6 +119,18 @@ if want compile; then
         done
     done
     echo "compile: done ($(grep -c compiled "$out/compile.txt") kernels)"
+    # JAX's compile time for the same functions (f32, 2^16 points), cold and from its persistent
+    # compilation cache, each in a new process: BA's Jacobian, the others' gradients.
+    for w in rosenbrock16 ba trig16 mlp16; do
+        [[ " $compile_entries " == *" $w"[\ :]* ]] || continue
+        "$tapevm" bench --workload $w --points 65536 --write-inputs "/tmp/$w.bin" >/dev/null 2>&1 || continue
+        rm -rf /tmp/jax-compile-cache
+        for run in cold disk-cache disk-cache disk-cache; do
+            python3 bench/jax_bench.py --inputs "/tmp/$w.bin" --points 65536 --repeats 3 \
+                --compilation-cache /tmp/jax-compile-cache 2>&1 >/dev/null | grep -o "compile .*" |
+                sed "s/^/jax $w f32 $run: /" >>"$out/compile.txt"
+        done
+    done
 fi
 
 # 2. tapevm bench

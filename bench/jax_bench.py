@@ -13,7 +13,8 @@ The file (format in bench/inputs_file.hpp) holds the workload's name and mode, i
 (inputs and per-point parameters), the constants of the MLP (mlp and mlp16, whose hidden widths
 follow from their count), and the reference VM's results at 64 points among the first 65,536.
 A batch of n points is the file's first n points.
-Compile time is reported separately (setup_seconds); each size is a warm-up run, the check,
+Compile time (tracing, lowering and XLA's compile, or with --compilation-cache a hit in JAX's
+persistent cache) is reported separately (setup_seconds); each size is a warm-up run, the check,
 then --repeats timed runs whose median is ns_per_point.
 """
 
@@ -145,6 +146,9 @@ def main():
     parser.add_argument("--precision", default="f32", choices=("f32", "f64", "all"))
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", help="write the records here (default: standard output)")
+    parser.add_argument("--compilation-cache", metavar="DIR",
+                        help="JAX's persistent compilation cache in DIR, every executable kept (a second "
+                             "process then compiles from it: the counterpart of tapevm's disk cache)")
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -162,6 +166,10 @@ def main():
     # float32 matrix products in full float32, not TF32 (XLA's default on NVIDIA GPUs), so the
     # MLP is computed to the precision tapevm computes it and passes the same check.
     jax.config.update("jax_default_matmul_precision", "highest")
+    if args.compilation_cache:
+        jax.config.update("jax_compilation_cache_dir", args.compilation_cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
     import jax.numpy as jnp
 
     data = read_inputs(args.inputs)
@@ -201,7 +209,7 @@ def main():
                 compiled(x, p).block_until_ready()
                 runs.append((time.perf_counter() - start) * 1e9 / n)
             median = statistics.median(runs)
-            print(f"{label}: {median:.4g} ns/point (max error {error:.1e}, compile {compile_seconds:.2f} s)",
+            print(f"{label}: {median:.4g} ns/point (max error {error:.1e}, compile {compile_seconds:.4f} s)",
                   file=sys.stderr)
             records.append({
                 "workload": data["workload"], "mode": data["mode"], "backend": "jax", "precision": precision,
