@@ -16,7 +16,7 @@ namespace tapevm::gpu::detail {
 /// Throws tapevm::Error with glslang's log when the source does not compile.
 std::vector<std::uint32_t> compile_glsl(std::string_view source);
 
-/// Starts glslang's one-time set-up (its built-in symbol tables for compute shaders: ~110 ms on
+/// Starts glslang's one-time set-up (its built-in symbol tables for compute shaders: 100-250 ms on
 /// the H100's host, bench/RESULTS.md) on a background thread, once per process, so that it
 /// overlaps the device's creation instead of delaying the first kernel compiled. A compile
 /// meanwhile waits for it under glslang's own lock. Never throws.

@@ -556,7 +556,7 @@ TEST_CASE("hash64 is XXH64: xxHash's own values (xxhsum -H1), every tail length"
 TEST_CASE("glslang's warm-up runs beside compiles on other threads, and compiles still check their source") {
     using gpu::detail::compile_glsl;
     gpu::detail::warm_up_glsl_compiler();
-    gpu::detail::warm_up_glsl_compiler();  // once per process: a second call starts nothing
+    gpu::detail::warm_up_glsl_compiler();  // a second call is allowed (it starts nothing)
     const std::string source = "#version 450\nlayout(local_size_x = 64) in;\n"
                                "layout(std430, binding = 0) buffer Data { float data[]; };\n"
                                "void main() { data[gl_GlobalInvocationID.x] *= 2.0; }\n";
