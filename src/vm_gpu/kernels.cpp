@@ -226,6 +226,33 @@ std::string memory_key(std::string_view cache_key, bool double_precision) {
            std::to_string(compiled_generation.load());
 }
 
+// What is stored beside a kernel's pipeline cache for identified_pipeline(): the module
+// identifier's size (u32), the identifier, then the caller's metadata.
+std::vector<std::byte> identifier_payload(std::span<const std::uint8_t> identifier,
+                                          std::span<const std::byte> metadata) {
+    const auto size = static_cast<std::uint32_t>(identifier.size());
+    std::vector<std::byte> payload(sizeof size);
+    std::memcpy(payload.data(), &size, sizeof size);
+    const auto bytes = std::as_bytes(identifier);
+    payload.insert(payload.end(), bytes.begin(), bytes.end());
+    payload.insert(payload.end(), metadata.begin(), metadata.end());
+    return payload;
+}
+
+// identifier_payload()'s parts: false for a payload too short or an identifier size Vulkan
+// does not allow.
+bool read_identifier_payload(std::span<const std::byte> payload, std::span<const std::uint8_t>& identifier,
+                             std::span<const std::byte>& metadata) {
+    std::uint32_t size = 0;
+    if (payload.size() < sizeof size) return false;
+    std::memcpy(&size, payload.data(), sizeof size);
+    if (size == 0 || size > VK_MAX_SHADER_MODULE_IDENTIFIER_SIZE_EXT || payload.size() < sizeof size + size)
+        return false;
+    identifier = {reinterpret_cast<const std::uint8_t*>(payload.data()) + sizeof size, size};
+    metadata = payload.subspan(sizeof size + size);
+    return true;
+}
+
 }  // namespace
 
 void forget_compiled_pipelines() { ++compiled_generation; }
@@ -263,13 +290,9 @@ const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, co
     if (identifier_algorithm_.empty()) return nullptr;
     const auto start = Clock::now();
     const auto stored = DiskCache(default_cache_folder()).load(identifier_key(cache_key, double_precision));
-    std::uint32_t size = 0;
-    if (!stored || stored->size() < sizeof size) return nullptr;
-    std::memcpy(&size, stored->data(), sizeof size);
-    if (size == 0 || size > VK_MAX_SHADER_MODULE_IDENTIFIER_SIZE_EXT || stored->size() < sizeof size + size)
-        return nullptr;
-    const std::span<const std::uint8_t> identifier(reinterpret_cast<const std::uint8_t*>(stored->data()) + sizeof size,
-                                                   size);
+    std::span<const std::uint8_t> identifier;
+    std::span<const std::byte> stored_metadata;
+    if (!stored || !read_identifier_payload(*stored, identifier, stored_metadata)) return nullptr;
     PipelineCacheBlob cache = load_pipeline_cache(cache_key, double_precision);
     if (cache.blob.empty()) return nullptr;  // nothing the driver could find it in
     report.cache_load_s = seconds_since(start);
@@ -286,7 +309,7 @@ const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, co
         return nullptr;  // not in the driver's cache: it needs the SPIR-V
     report.from_identifier = true;
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
-    metadata.assign(stored->begin() + sizeof size + size, stored->end());
+    metadata.assign(stored_metadata.begin(), stored_metadata.end());
     CompiledPipeline made{std::move(*pipeline), metadata};
     return &compiled_.emplace(key, std::move(made)).first->second.pipeline;
 }
@@ -347,15 +370,8 @@ vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv
         } catch (const vk::Error&) {  // best effort: the cache is an optimisation
         }
     }
-    if (!identifier.empty()) {
-        const auto size = static_cast<std::uint32_t>(identifier.size());
-        std::vector<std::byte> payload(sizeof size);
-        std::memcpy(payload.data(), &size, sizeof size);
-        const auto bytes = std::as_bytes(std::span(identifier));
-        payload.insert(payload.end(), bytes.begin(), bytes.end());
-        payload.insert(payload.end(), metadata.begin(), metadata.end());
-        disk.store(identifier_key(cache_key, double_precision), payload);
-    }
+    if (!identifier.empty())
+        disk.store(identifier_key(cache_key, double_precision), identifier_payload(identifier, metadata));
     report.store_s = seconds_since(start);
     return std::move(*pipeline);
 }
