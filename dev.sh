@@ -32,7 +32,7 @@ readonly BUILD_ASAN=$ROOT/build-asan
 # Debian's doctest; libadolc-dev is ADOL-C, a peer the benchmark runs side by side).
 readonly PACKAGES=(meson ninja-build g++ pkg-config cmake python3 libvulkan-dev glslang-dev glslang-tools
                    doctest-dev libxsimd-dev spirv-tools mesa-vulkan-drivers vulkan-validationlayers
-                   vulkan-tools libadolc-dev libopenblas-dev)
+                   vulkan-tools libadolc-dev libopenblas-dev nlohmann-json3-dev python3-matplotlib)
 # What the sanitizer build needs on top: clang 14 and its sanitizer run-time libraries.
 readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
 
