@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "tapevm/nn/safetensors.hpp"
 

@@ -37,11 +37,11 @@ public:
 struct LogRecord {
     std::uint64_t step = 0;
     /// The training loss of this step, the validation loss when this step evaluated.
-    std::optional<double> loss;
-    std::optional<double> val_loss;
+    std::optional<double> loss = std::nullopt;
+    std::optional<double> val_loss = std::nullopt;
     /// The learning rate used by this step.
-    std::optional<double> lr;
-    std::optional<double> tokens_per_s;
+    std::optional<double> lr = std::nullopt;
+    std::optional<double> tokens_per_s = std::nullopt;
     /// Seconds since training started.
     double elapsed = 0;
     friend bool operator==(const LogRecord&, const LogRecord&) = default;
@@ -90,12 +90,12 @@ std::string format_rate(double per_second);
 struct ProgressLine {
     std::uint64_t step = 0;
     std::uint64_t total_steps = 0;
-    std::optional<double> loss;
+    std::optional<double> loss = std::nullopt;
     /// The latest validation loss seen, if any.
-    std::optional<double> val_loss;
-    std::optional<double> tokens_per_s;
+    std::optional<double> val_loss = std::nullopt;
+    std::optional<double> tokens_per_s = std::nullopt;
     /// Seconds left, when known.
-    std::optional<double> eta;
+    std::optional<double> eta = std::nullopt;
 };
 /// The text of one update: "step 120/5000 [###.......] loss 2.3456 | val 2.4100 | 412.3k tok/s |
 /// ETA 3m12s" with a bar when `bar` (terminal mode), without it otherwise.
@@ -118,7 +118,7 @@ private:
     std::FILE* out_;
     bool terminal_;
     bool line_open_ = false;
-    std::optional<double> val_loss_;
+    std::optional<double> val_loss_ = std::nullopt;
     std::optional<std::pair<std::uint64_t, double>> first_;  // (step, elapsed) of the first update
 };
 
