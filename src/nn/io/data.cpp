@@ -7,9 +7,12 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
+
+#include "tapevm/nn/safetensors.hpp"
 
 namespace tapevm::nn {
 
@@ -399,6 +402,41 @@ void TextDataset::restore(const TextDatasetState& state) {
     counters_[1] = state.validation_batches;
     prefetched_[0].reset();
     prefetched_[1].reset();
+}
+
+void save_token_batches(const std::filesystem::path& path, const TextDataset& dataset,
+                        std::uint64_t train_batches, std::uint64_t validation_batches) {
+    if (train_batches == 0)
+        throw DataError("save_token_batches: " + path.string() + ": no train batches asked for");
+    const std::size_t batch = dataset.options().batch_size, context = dataset.options().context;
+    std::vector<std::int32_t> arrays[4];  // inputs, targets, val_inputs, val_targets
+    for (const auto& [split, count, first] :
+         {std::tuple(Split::train, train_batches, 0), std::tuple(Split::validation, validation_batches, 2)}) {
+        for (std::uint64_t index = 0; index < count; ++index) {
+            const TokenBatch drawn = dataset.batch_at(split, index);
+            arrays[first].insert(arrays[first].end(), drawn.inputs.begin(), drawn.inputs.end());
+            arrays[first + 1].insert(arrays[first + 1].end(), drawn.targets.begin(), drawn.targets.end());
+        }
+    }
+    const char* names[4] = {"inputs", "targets", "val_inputs", "val_targets"};
+    std::vector<SafetensorsTensorBytes> tensors;
+    for (int i = 0; i < 4; ++i) {
+        const std::uint64_t count = i < 2 ? train_batches : validation_batches;
+        if (count == 0) continue;
+        tensors.push_back({names[i],
+                           DType::i32,
+                           {std::size_t(count), batch, context},
+                           std::as_bytes(std::span(arrays[i]))});
+    }
+    const SafetensorsMetadata metadata = {{"format", "tapevm-token-batches"},
+                                          {"vocab", std::to_string(dataset.vocabulary().size())},
+                                          {"vocabulary", dataset.vocabulary().to_json()},
+                                          {"seed", std::to_string(dataset.options().seed)},
+                                          {"source", dataset.source()}};
+    const std::vector<std::byte> bytes = encode_safetensors(tensors, metadata, path.string());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    if (!out.flush()) throw SafetensorsError(path.string(), "", "file", "cannot write");
 }
 
 }  // namespace tapevm::nn

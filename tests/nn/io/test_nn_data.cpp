@@ -3,6 +3,7 @@
 // resume. Host-side only; test_nn_io_devices.cpp uploads to devices.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "tapevm/nn/data.hpp"
+#include "tapevm/nn/safetensors.hpp"
 
 using namespace tapevm::nn;
 
@@ -28,6 +30,19 @@ TEST_CASE("random_bits is a pure function and random_below stays in range, about
     std::vector<int> counts(10);
     for (std::uint64_t i = 0; i < 100000; ++i) ++counts[random_below(random_bits(7, 0, i), 10)];
     for (int count : counts) CHECK(std::abs(count - 10000) < 5 * 95);
+}
+
+TEST_CASE("the RNG and TextDataset's windows agree with bench/gpt_torch.py's Python version") {
+    // Values printed by `bench/gpt_torch.py --self-test`, an independent implementation: the
+    // PyTorch reference draws the same batches from the same corpus and seed.
+    CHECK(random_bits(1, 2, 3) == 0xd0734750fde362b3ull);
+    CHECK(random_bits(0, 0, 0) == 0x238275bc38fcbe91ull);
+    CHECK(random_below(random_bits(1, 2, 3), 1000) == 814);
+    std::string text;
+    for (int i = 0; i < 10; ++i) text += "abcdefghij";
+    const TextDataset dataset(text, {.context = 4, .batch_size = 3, .validation_fraction = 0.1, .seed = 7});
+    CHECK(dataset.batch_at(Split::train, 2).starts == std::vector<std::size_t>{61, 4, 50});
+    CHECK(dataset.batch_at(Split::validation, 1).starts == std::vector<std::size_t>{5, 2, 3});
 }
 
 TEST_CASE("BatchSampler serves every sample once per epoch, shuffled per epoch from the seed") {
@@ -245,4 +260,36 @@ TEST_CASE("TextDataset::from_file reads the bytes as they are") {
     CHECK(dataset.source() == path.string());
     CHECK(dataset.vocabulary().symbols() == std::string("\n\rabcd\xff"));
     CHECK(dataset.tokens(Split::train).size() + dataset.tokens(Split::validation).size() == text.size());
+}
+
+TEST_CASE("save_token_batches writes bench/gpt_torch.py's batches file") {
+    const TextDataset dataset(markov_text(400), {.context = 8, .batch_size = 2, .seed = 3}, "markov");
+    const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                       ("tapevm_test_" + std::to_string(::getpid()) + "_batches.safetensors");
+    save_token_batches(path, dataset, 3, 2);
+    const SafetensorsFile file = SafetensorsFile::open(path);
+    std::filesystem::remove(path);
+    CHECK(file.keys() == std::vector<std::string>{"inputs", "targets", "val_inputs", "val_targets"});
+    CHECK(file.shape("inputs") == Shape{3, 2, 8});
+    CHECK(file.shape("val_targets") == Shape{2, 2, 8});
+    CHECK(file.metadata().at("vocab") == "4");
+    CHECK(Vocabulary::from_json(file.metadata().at("vocabulary")) == dataset.vocabulary());
+    auto ints = [&](const std::string& key) {
+        const std::span<const std::byte> bytes = file.bytes(key);
+        std::vector<std::int32_t> values(bytes.size() / 4);
+        std::memcpy(values.data(), bytes.data(), bytes.size());
+        return values;
+    };
+    std::vector<std::int32_t> inputs, val_targets;
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        const TokenBatch batch = dataset.batch_at(Split::train, i);
+        inputs.insert(inputs.end(), batch.inputs.begin(), batch.inputs.end());
+    }
+    for (std::uint64_t i = 0; i < 2; ++i) {
+        const TokenBatch batch = dataset.batch_at(Split::validation, i);
+        val_targets.insert(val_targets.end(), batch.targets.begin(), batch.targets.end());
+    }
+    CHECK(ints("inputs") == inputs);
+    CHECK(ints("val_targets") == val_targets);
+    CHECK_THROWS_AS(save_token_batches(path, dataset, 0), DataError);
 }

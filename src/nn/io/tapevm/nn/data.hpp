@@ -255,4 +255,15 @@ private:
     std::optional<Prefetched> prefetched_[2];
 };
 
+/// Writes the first `train_batches` batches of the train split and the first
+/// `validation_batches` of the validation split (batch_at 0, 1, ...) as bench/gpt_torch.py's
+/// batches file: safetensors holding i32 `inputs` and `targets` [train_batches][B][T] and,
+/// when validation_batches > 0, `val_inputs` and `val_targets` [validation_batches][B][T];
+/// metadata "format" = "tapevm-token-batches", "vocab" (the vocabulary size), "vocabulary"
+/// (Vocabulary::to_json), "seed" and "source". Built in memory: meant for parity runs of tens
+/// of batches (gpt_torch.py's --data draws long runs itself). SafetensorsError when the file
+/// cannot be written; DataError for 0 train batches.
+void save_token_batches(const std::filesystem::path& path, const TextDataset& dataset,
+                        std::uint64_t train_batches, std::uint64_t validation_batches = 0);
+
 }  // namespace tapevm::nn
