@@ -20,7 +20,7 @@ namespace {
 
 std::vector<std::byte> as_bytes(std::string_view text) {
     std::vector<std::byte> bytes(text.size());
-    std::memcpy(bytes.data(), text.data(), text.size());
+    if (!text.empty()) std::memcpy(bytes.data(), text.data(), text.size());
     return bytes;
 }
 
