@@ -112,12 +112,14 @@ std::optional<nlohmann::json> parse_json_strict(std::string_view text, std::stri
         problem = std::string("invalid JSON: ") + error.what();
         return std::nullopt;
     }
-    if (!duplicate.empty()) {
-        problem = "key '" + printable(duplicate) + "' appears twice in one object";
-        return std::nullopt;
-    }
+    // First: nlohmann reports no object_end for a discarded (too deep) object, so the key
+    // tracking is only meaningful when nothing was discarded.
     if (too_deep) {
         problem = "nested deeper than the format allows (" + std::to_string(max_depth) + " levels)";
+        return std::nullopt;
+    }
+    if (!duplicate.empty()) {
+        problem = "key '" + printable(duplicate) + "' appears twice in one object";
         return std::nullopt;
     }
     return value;
