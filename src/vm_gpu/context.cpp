@@ -246,6 +246,7 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         vk::PhysicalDeviceFeatures features;
         features.shaderFloat64 = supported.shaderFloat64;
         features.shaderInt64 = supported.shaderInt64;
+        features.shaderInt16 = supported.shaderInt16;
         const float priority = 1.0f;
         const vk::DeviceQueueCreateInfo queue_info({}, queue_family_, 1, &priority);
         // Pipeline statistics (tuning.hpp: TAPEVM_GPU_PIPELINE_STATS) where the driver has them;
@@ -259,6 +260,8 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
             feedback = feedback || name == VK_EXT_PIPELINE_CREATION_FEEDBACK_EXTENSION_NAME;
             identifiers = identifiers || name == VK_EXT_SHADER_MODULE_IDENTIFIER_EXTENSION_NAME;
             cache_control = cache_control || name == VK_EXT_PIPELINE_CREATION_CACHE_CONTROL_EXTENSION_NAME;
+            compute_features_.cooperative_matrix =
+                compute_features_.cooperative_matrix || name == VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME;
         }
         if (tuning().pipeline_stats && !statistics)
             std::cerr << "gpu: " << info_.name << " offers no pipeline statistics\n";
@@ -277,9 +280,48 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR statistics_feature(VK_TRUE);
         vk::PhysicalDevicePipelineCreationCacheControlFeatures cache_control_feature(VK_TRUE);
         vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT identifier_feature(VK_TRUE);
+        // The nn layer's shader features (ComputeFeatures): 16-bit storage, float16 arithmetic
+        // and NV cooperative matrices, each where offered.
+        const auto offered = physical.getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceVulkan11Features,
+                                                   vk::PhysicalDeviceVulkan12Features>();
+        vk::PhysicalDeviceVulkan11Features features11;
+        features11.storageBuffer16BitAccess = offered.get<vk::PhysicalDeviceVulkan11Features>().storageBuffer16BitAccess;
+        vk::PhysicalDeviceVulkan12Features features12;
+        features12.shaderFloat16 = offered.get<vk::PhysicalDeviceVulkan12Features>().shaderFloat16;
+        compute_features_.storage16 = features11.storageBuffer16BitAccess != VK_FALSE;
+        compute_features_.float16 = features12.shaderFloat16 != VK_FALSE;
+        compute_features_.int16 = supported.shaderInt16 != VK_FALSE;
+        vk::PhysicalDeviceCooperativeMatrixFeaturesNV cooperative_feature;
+        if (compute_features_.cooperative_matrix) {
+            const auto cooperative =
+                physical.getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceCooperativeMatrixFeaturesNV>();
+            compute_features_.cooperative_matrix =
+                cooperative.get<vk::PhysicalDeviceCooperativeMatrixFeaturesNV>().cooperativeMatrix != VK_FALSE &&
+                compute_features_.float16 && compute_features_.storage16;
+        }
+        if (compute_features_.cooperative_matrix) {
+            extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+            cooperative_feature.cooperativeMatrix = VK_TRUE;
+            for (const auto& shape : physical.getCooperativeMatrixPropertiesNV()) {
+                if (shape.AType == vk::ComponentTypeNV::eFloat16 && shape.BType == vk::ComponentTypeNV::eFloat16 &&
+                    shape.CType == vk::ComponentTypeNV::eFloat32 && shape.DType == vk::ComponentTypeNV::eFloat32 &&
+                    shape.scope == vk::ScopeNV::eSubgroup)
+                    compute_features_.cooperative_f16_f32_shapes.push_back({shape.MSize, shape.NSize, shape.KSize});
+            }
+        }
         vk::DeviceCreateInfo device_info({}, queue_info, {}, extensions, &features);
         void* next = nullptr;
-        if (statistics) next = &statistics_feature;
+        if (compute_features_.cooperative_matrix) {
+            cooperative_feature.pNext = next;
+            next = &cooperative_feature;
+        }
+        features11.pNext = next;
+        features12.pNext = &features11;
+        next = &features12;
+        if (statistics) {
+            statistics_feature.pNext = next;
+            next = &statistics_feature;
+        }
         if (with_identifiers) {
             cache_control_feature.pNext = next;
             identifier_feature.pNext = &cache_control_feature;
@@ -288,7 +330,8 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         device_info.pNext = next;
         device_ = vk::raii::Device(physical, device_info);
         queue_ = device_.getQueue(queue_family_, 0);
-        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls(physical), kernel_features,
+        float_controls_ = tapevm::gpu::detail::float_controls(physical);
+        kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls_, kernel_features,
                                              pipeline_cache_key(physical.getProperties()));
     } catch (...) {
         rethrow_setup_error(what);

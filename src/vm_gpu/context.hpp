@@ -7,6 +7,7 @@
 // submissions, pipeline creation, the Vms' chunk buffers).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,18 @@ std::string pipeline_cache_key(const vk::PhysicalDeviceProperties& properties);
 /// identifiers and pipeline creation cache control, else "".
 std::string module_identifier_algorithm(const vk::raii::PhysicalDevice& physical);
 
+/// Optional shader features enabled on a device where it offers them, for the nn layer's
+/// kernels (src/nn/gpu): 16-bit storage buffers (f16/bf16 tensors), float16 arithmetic and
+/// VK_NV_cooperative_matrix (tensor cores) with the f16 x f16 -> f32 subgroup shapes it lists.
+struct ComputeFeatures {
+    bool storage16 = false;  // storageBuffer16BitAccess (uint16_t / float16_t in storage buffers)
+    bool float16 = false;    // shaderFloat16
+    bool int16 = false;      // shaderInt16
+    bool cooperative_matrix = false;  // VK_NV_cooperative_matrix enabled
+    /// {M, N, K} of the f16 A/B, f32 C/D subgroup-scope shapes the device lists.
+    std::vector<std::array<std::uint32_t, 3>> cooperative_f16_f32_shapes;
+};
+
 /// True when TAPEVM_VULKAN_VALIDATION=1 (or `requested`).
 bool validation_requested(bool requested);
 
@@ -74,6 +87,10 @@ public:
     bool validation() const { return instance_->validation(); }
     const vk::PhysicalDeviceLimits& limits() const { return limits_; }
     std::uint64_t max_allocation_bytes() const { return max_allocation_bytes_; }
+    /// The device's float controls (float_controls.hpp: the DenormPreserve patch's widths).
+    const FloatControls& float_controls() const { return float_controls_; }
+    /// The optional shader features enabled on this device.
+    const ComputeFeatures& compute_features() const { return compute_features_; }
     /// Bits of a timestamp on the compute queue; 0 = no timestamps.
     std::uint32_t timestamp_bits() const { return timestamp_bits_; }
     /// A memory type index with `required` flags, preferring `preferred` too. Throws
@@ -102,6 +119,8 @@ private:
     std::uint64_t max_allocation_bytes_ = 0;
     std::uint32_t queue_family_ = 0;
     std::uint32_t timestamp_bits_ = 0;
+    ComputeFeatures compute_features_;
+    FloatControls float_controls_;
     vk::raii::Device device_{nullptr};
     vk::raii::Queue queue_{nullptr};
     std::unique_ptr<Kernels> kernels_;

@@ -1,0 +1,142 @@
+// The gpu backend's matmul: the tiled f32 kernel (shaders/matmul.comp) for every dtype, and
+// the tensor-core kernel (shaders/matmul_coopmat.comp) for f16 A and B where the device has
+// GL_NV_cooperative_matrix's f16 x f16 -> f32 shapes.
+//
+// Tuning (bench/nn_gpu.sh): TAPEVM_NN_MATMUL_TILE="BMxBNxBK" picks the tiled kernel's block
+// (default 128x128x16 for large C, 64x64x16 for small); TAPEVM_NN_COOPMAT_TILE="BMxBNxBKxWARPS_M"
+// the tensor-core kernel's (default 128x128x32x2, 4 subgroups).
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "backend.hpp"
+#include "tapevm/error.hpp"
+
+namespace tapevm::nn::detail {
+namespace {
+
+std::uint32_t u32(std::size_t value) { return static_cast<std::uint32_t>(value); }
+
+/// Push constants of both matmul shaders (the same block in GLSL).
+struct MatmulPush {
+    std::uint32_t m, n, k, batch;
+    std::uint32_t stride_a, stride_b, stride_c;
+    float alpha, beta;
+    std::uint32_t vec_a, vec_b;
+};
+static_assert(sizeof(MatmulPush) == 44);
+
+/// Up to four unsigned numbers separated by 'x' from environment variable `name`.
+std::array<std::uint32_t, 4> env_tile(const char* name) {
+    std::array<std::uint32_t, 4> values{};
+    const char* text = std::getenv(name);
+    if (text != nullptr)
+        std::sscanf(text, "%ux%ux%ux%u", &values[0], &values[1], &values[2], &values[3]);
+    return values;
+}
+
+struct Geometry {
+    std::size_t m, n, k, batch, stride_a, stride_b, stride_c;
+};
+
+Geometry geometry(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
+    Geometry g{};
+    g.m = c.dim(-2);
+    g.n = c.dim(-1);
+    g.batch = c.rank() == 3 ? c.dim(0) : 1;
+    g.k = options.transpose_a ? a.dim(-2) : a.dim(-1);
+    g.stride_a = a.rank() == 3 ? g.m * g.k : 0;
+    g.stride_b = b.rank() == 3 ? g.k * g.n : 0;
+    g.stride_c = g.m * g.n;
+    return g;
+}
+
+}  // namespace
+
+void GpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
+    for (const DType dtype : {a.dtype(), c.dtype()})
+        if (!supports(dtype) || dtype == DType::i32) unsupported(KernelId::matmul, dtype);
+    const Geometry g = geometry(a, b, c, options);
+    if (g.m == 0 || g.n == 0 || g.batch == 0) return;
+    for (const Tensor* tensor : {&a, &b, &c}) {
+        if (tensor->size() >= (std::size_t{1} << 32))
+            throw Unsupported("matmul: " + tensor->describe() + " has 2^32 elements or more");
+    }
+    if (a.dtype() == DType::f16 && matmul_cooperative(a, b, c, options)) return;
+    matmul_tiled(a, b, c, options);
+}
+
+void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
+    const Geometry g = geometry(a, b, c, options);
+    std::uint32_t bm = 128, bn = 128, bk = 16;
+    if (g.m * g.n <= 256 * 256 || g.m < 128 || g.n < 128) bm = bn = 64;
+    if (const auto tile = env_tile("TAPEVM_NN_MATMUL_TILE"); tile[0] != 0) {
+        bm = tile[0];
+        bn = tile[1];
+        bk = tile[2];
+    }
+    const std::uint32_t threads = bm * bn / 64;
+    const bool valid = bm % 8 == 0 && bn % 8 == 0 && bk % 4 == 0 && threads >= 32 && threads <= 1024 &&
+                       (bm * bk) % (4 * threads) == 0 && (bn * bk) % (4 * threads) == 0 &&
+                       4 * bk * (bm + bn) <= max_shared_memory();
+    if (!valid)
+        throw Error("matmul: tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
+                    " (TAPEVM_NN_MATMUL_TILE) is not one matmul.comp takes on this device");
+    const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
+    const bool f32 = a.dtype() == DType::f32;
+    MatmulPush push{u32(g.m),        u32(g.n),        u32(g.k),        u32(g.batch), u32(g.stride_a),
+                    u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
+                    static_cast<float>(options.beta),
+                    f32 && lda % 4 == 0 && g.stride_a % 4 == 0 ? 1u : 0u,
+                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u};
+    const Groups groups{u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm),
+                        u32(std::min<std::size_t>(g.batch, 65535))};
+    if (groups[0] > 65535 || groups[1] > 65535) throw Unsupported("matmul: " + c.describe() + " is too large");
+    const std::string shader = std::string("matmul_") + shader_suffix(a.dtype()) + "_" + shader_suffix(c.dtype());
+    const std::array<std::uint32_t, 6> constants{bm, bn, bk, options.transpose_a ? 1u : 0u,
+                                                 options.transpose_b ? 1u : 0u, threads};
+    dispatch(pipeline(shader, constants), {a, b, c}, push, groups);
+}
+
+bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
+    std::uint32_t mm = 16, nn = 16, kk = 16;
+    if (!cooperative_shape(16, 16, 16)) {
+        if (!cooperative_shape(16, 8, 16)) return false;
+        nn = 8;
+    }
+    const Geometry g = geometry(a, b, c, options);
+    std::uint32_t bm = 128, bn = 128, bk = 32, warps_m = 2;
+    if (const auto tile = env_tile("TAPEVM_NN_COOPMAT_TILE"); tile[0] != 0) {
+        bm = tile[0];
+        bn = tile[1];
+        bk = tile[2];
+        warps_m = tile[3];
+    }
+    const std::uint32_t threads = 128;  // 4 subgroups of 32
+    const std::uint32_t warps_n = threads / 32 / std::max(warps_m, 1u);
+    const bool valid = warps_m > 0 && warps_n > 0 && bm % (warps_m * mm) == 0 && bn % (warps_n * nn) == 0 &&
+                       bk % kk == 0 && bk % 8 == 0 && bm % 8 == 0 && bn % 8 == 0 &&
+                       2 * bk * (bm + bn) + 4 * 4 * mm * nn <= max_shared_memory();
+    if (!valid)
+        throw Error("matmul: cooperative tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                    std::to_string(bk) + "x" + std::to_string(warps_m) + " (TAPEVM_NN_COOPMAT_TILE) is not valid");
+    const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
+    MatmulPush push{u32(g.m),        u32(g.n),        u32(g.k),        u32(g.batch), u32(g.stride_a),
+                    u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
+                    static_cast<float>(options.beta),
+                    lda % 8 == 0 && g.stride_a % 8 == 0 ? 1u : 0u,
+                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u};
+    const Groups groups{u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm),
+                        u32(std::min<std::size_t>(g.batch, 65535))};
+    if (groups[0] > 65535 || groups[1] > 65535) return false;
+    const std::string shader = std::string("matmul_coopmat_f16_") + shader_suffix(c.dtype());
+    const std::array<std::uint32_t, 10> constants{bm,      bn, bk, options.transpose_a ? 1u : 0u,
+                                                  options.transpose_b ? 1u : 0u, warps_m, mm, nn, kk, threads};
+    dispatch(pipeline(shader, constants), {a, b, c}, push, groups);
+    return true;
+}
+
+}  // namespace tapevm::nn::detail

@@ -1,0 +1,179 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// matmul: C[z] = alpha op(A[z]) op(B[z]) + beta C[z] in f32 (true f32: every product and sum in
+// f32; f16/bf16 storage converted on load, C rounded on store). A, B of NN_DTYPE, C of
+// NN_OUT_DTYPE.
+//
+// Tiling: a workgroup computes a BM x BN block of C with THREADS = (BM/8)(BN/8) threads, each an
+// 8 x 8 register block split in two 4-row and two 4-column halves (rows ty*4+i and BM/2+ty*4+i,
+// columns tx*4+j and BN/2+tx*4+j) so that the shared-memory reads of a warp are consecutive.
+// K advances BK at a time: the next tiles of A and B are loaded into registers (4-wide vector
+// loads where aligned: push constant vec_a/vec_b) while the current ones, in shared memory
+// k-major (As[k][m], Bs[k][n]), are multiplied. Layouts by specialization constants TRANS_A
+// ([K][M] storage) and TRANS_B ([N][K]); batches by workgroup z, strides in elements (0: the
+// operand is shared by every batch). Constraints the host keeps (matmul.cpp): BM, BN multiples
+// of 8 with BM*BK and BN*BK multiples of 4*THREADS.
+#include "nn_dtype.glsl"
+#include "nn_common.glsl"
+
+layout(local_size_x_id = 5) in;
+layout(constant_id = 0) const uint BM = 128;
+layout(constant_id = 1) const uint BN = 128;
+layout(constant_id = 2) const uint BK = 16;
+layout(constant_id = 3) const bool TRANS_A = false;
+layout(constant_id = 4) const bool TRANS_B = false;
+layout(constant_id = 5) const uint THREADS = 256;
+
+layout(set = 0, binding = 0, std430) readonly buffer A { NN_T a[]; };
+layout(set = 0, binding = 1, std430) readonly buffer B { NN_T b[]; };
+layout(set = 0, binding = 2, std430) buffer C { NN_OUT_T c[]; };
+#if NN_DTYPE == 0
+layout(set = 0, binding = 0, std430) readonly buffer A4 { vec4 a4[]; };
+layout(set = 0, binding = 1, std430) readonly buffer B4 { vec4 b4[]; };
+#endif
+
+layout(push_constant) uniform Push {
+    uint M, N, K, batch;
+    uint stride_a, stride_b, stride_c;
+    float alpha, beta;
+    uint vec_a, vec_b;  // 1: 4-wide loads are aligned (leading dimension and stride multiples of 4)
+} pc;
+
+const uint QA = BM * BK / (4 * THREADS);  // quads of A each thread loads per tile
+const uint QB = BN * BK / (4 * THREADS);
+shared float As[BK * BM];
+shared float Bs[BK * BN];
+
+vec4 load_a_quad(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
+    // Four consecutive elements along the stored rows of A: (row, col .. col+3) of a rows x cols
+    // matrix with leading dimension ld, zero outside.
+    const uint at = base + row * ld + col;
+#if NN_DTYPE == 0
+    if (pc.vec_a != 0u && row < rows && col + 3 < cols) return a4[at / 4];
+#endif
+    vec4 v = vec4(0.0);
+    if (row < rows) {
+        for (uint e = 0; e < 4; ++e)
+            if (col + e < cols) v[e] = NN_LOAD(a[at + e]);
+    }
+    return v;
+}
+
+vec4 load_b_quad(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
+    const uint at = base + row * ld + col;
+#if NN_DTYPE == 0
+    if (pc.vec_b != 0u && row < rows && col + 3 < cols) return b4[at / 4];
+#endif
+    vec4 v = vec4(0.0);
+    if (row < rows) {
+        for (uint e = 0; e < 4; ++e)
+            if (col + e < cols) v[e] = NN_LOAD(b[at + e]);
+    }
+    return v;
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint tx = tid % (BN / 8), ty = tid / (BN / 8);
+    const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+    const uint M = pc.M, N = pc.N, K = pc.K;
+    const uint tiles = (K + BK - 1) / BK;
+
+    for (uint z = gl_WorkGroupID.z; z < pc.batch; z += gl_NumWorkGroups.z) {
+        const uint a_base = z * pc.stride_a, b_base = z * pc.stride_b, c_base = z * pc.stride_c;
+        vec4 acc[8][2];
+        for (uint i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = vec4(0.0);
+        vec4 ra[QA];
+        vec4 rb[QB];
+
+        // Tile t's quads into registers.
+#define LOAD_TILES(t)                                                                          \
+        for (uint q = 0; q < QA; ++q) {                                                        \
+            const uint quad = tid + q * THREADS;                                               \
+            if (!TRANS_A) {                                                                    \
+                const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
+                ra[q] = load_a_quad(a_base, m0 + m, (t) * BK + k, M, K, K);                    \
+            } else {                                                                           \
+                const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                     \
+                ra[q] = load_a_quad(a_base, (t) * BK + k, m0 + m, K, M, M);                    \
+            }                                                                                  \
+        }                                                                                      \
+        for (uint q = 0; q < QB; ++q) {                                                        \
+            const uint quad = tid + q * THREADS;                                               \
+            if (!TRANS_B) {                                                                    \
+                const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                     \
+                rb[q] = load_b_quad(b_base, (t) * BK + k, n0 + n, K, N, N);                    \
+            } else {                                                                           \
+                const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
+                rb[q] = load_b_quad(b_base, n0 + n, (t) * BK + k, N, K, K);                    \
+            }                                                                                  \
+        }
+        // Registers into shared memory, k-major.
+#define STORE_TILES()                                                                          \
+        for (uint q = 0; q < QA; ++q) {                                                        \
+            const uint quad = tid + q * THREADS;                                               \
+            if (!TRANS_A) {                                                                    \
+                const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
+                for (uint e = 0; e < 4; ++e) As[(k + e) * BM + m] = ra[q][e];                  \
+            } else {                                                                           \
+                const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                     \
+                for (uint e = 0; e < 4; ++e) As[k * BM + m + e] = ra[q][e];                    \
+            }                                                                                  \
+        }                                                                                      \
+        for (uint q = 0; q < QB; ++q) {                                                        \
+            const uint quad = tid + q * THREADS;                                               \
+            if (!TRANS_B) {                                                                    \
+                const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                     \
+                for (uint e = 0; e < 4; ++e) Bs[k * BN + n + e] = rb[q][e];                    \
+            } else {                                                                           \
+                const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
+                for (uint e = 0; e < 4; ++e) Bs[(k + e) * BN + n] = rb[q][e];                  \
+            }                                                                                  \
+        }
+
+        if (tiles > 0) {
+            LOAD_TILES(0)
+            STORE_TILES()
+        }
+        barrier();
+        for (uint t = 0; t < tiles; ++t) {
+            if (t + 1 < tiles) {
+                LOAD_TILES(t + 1)
+            }
+            for (uint k = 0; k < BK; ++k) {
+                const uint ar = k * BM + ty * 4, br = k * BN + tx * 4;
+                const vec4 a_lo = vec4(As[ar], As[ar + 1], As[ar + 2], As[ar + 3]);
+                const vec4 a_hi = vec4(As[ar + BM / 2], As[ar + BM / 2 + 1], As[ar + BM / 2 + 2], As[ar + BM / 2 + 3]);
+                const vec4 b_lo = vec4(Bs[br], Bs[br + 1], Bs[br + 2], Bs[br + 3]);
+                const vec4 b_hi = vec4(Bs[br + BN / 2], Bs[br + BN / 2 + 1], Bs[br + BN / 2 + 2], Bs[br + BN / 2 + 3]);
+                for (uint i = 0; i < 4; ++i) {
+                    acc[i][0] += a_lo[i] * b_lo;
+                    acc[i][1] += a_lo[i] * b_hi;
+                    acc[i + 4][0] += a_hi[i] * b_lo;
+                    acc[i + 4][1] += a_hi[i] * b_hi;
+                }
+            }
+            barrier();
+            if (t + 1 < tiles) {
+                STORE_TILES()
+                barrier();
+            }
+        }
+
+        // C = alpha acc + beta C (C is not read when beta is 0, as in BLAS).
+        for (uint i = 0; i < 8; ++i) {
+            const uint row = m0 + (i < 4 ? ty * 4 + i : BM / 2 + ty * 4 + (i - 4));
+            if (row >= M) continue;
+            for (uint h = 0; h < 2; ++h) {
+                for (uint j = 0; j < 4; ++j) {
+                    const uint col = n0 + h * (BN / 2) + tx * 4 + j;
+                    if (col >= N) continue;
+                    const uint at = c_base + row * N + col;
+                    float v = pc.alpha * acc[i][h][j];
+                    if (pc.beta != 0.0) v += pc.beta * NN_OUT_LOAD(c[at]);
+                    c[at] = NN_OUT_STORE(v);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+#extension GL_NV_cooperative_matrix : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_memory_scope_semantics : require
+// matmul on tensor cores (VK_NV_cooperative_matrix): f16 A and B, f32 accumulation, C of
+// NN_OUT_DTYPE; the same contract and push constants as matmul.comp. Used only where the
+// device lists the f16 x f16 -> f32 subgroup shape (MM x NN x KK: specialization constants
+// 6..8, 16x16x16 or 16x8x16) and GpuOptions::cooperative_matrix allows it.
+//
+// A workgroup of WARPS_M x WARPS_N subgroups (of 32 invocations: NVIDIA) computes a BM x BN
+// block; each subgroup a (BM/WARPS_M) x (BN/WARPS_N) block as a grid of MM x NN accumulators.
+// K advances BK at a time through shared memory (A and B tiles kept in their stored layout;
+// coopMatLoadNV's column-major flag handles TRANS_A / TRANS_B), loaded with 8-wide (uvec4)
+// global reads where aligned (vec_a / vec_b), else element by element with zeros outside.
+// Results go through a per-subgroup shared tile to C with alpha, beta, bounds and rounding.
+#include "nn_dtype.glsl"
+#include "nn_common.glsl"
+
+layout(local_size_x_id = 9) in;
+layout(constant_id = 0) const uint BM = 128;
+layout(constant_id = 1) const uint BN = 128;
+layout(constant_id = 2) const uint BK = 32;
+layout(constant_id = 3) const bool TRANS_A = false;
+layout(constant_id = 4) const bool TRANS_B = false;
+layout(constant_id = 5) const uint WARPS_M = 2;
+layout(constant_id = 6) const uint MM = 16;
+layout(constant_id = 7) const uint NN = 16;
+layout(constant_id = 8) const uint KK = 16;
+layout(constant_id = 9) const uint THREADS = 128;  // WARPS_M * WARPS_N * 32
+const uint WARPS_N = THREADS / 32 / WARPS_M;
+const uint WM = BM / WARPS_M, WN = BN / WARPS_N;  // a subgroup's block
+const uint TILES_M = WM / MM, TILES_N = WN / NN;
+
+layout(set = 0, binding = 0, std430) readonly buffer A { uint16_t a[]; };
+layout(set = 0, binding = 1, std430) readonly buffer B { uint16_t b[]; };
+layout(set = 0, binding = 2, std430) buffer C { NN_OUT_T c[]; };
+layout(set = 0, binding = 0, std430) readonly buffer A8 { uvec4 a8[]; };
+layout(set = 0, binding = 1, std430) readonly buffer B8 { uvec4 b8[]; };
+
+layout(push_constant) uniform Push {
+    uint M, N, K, batch;
+    uint stride_a, stride_b, stride_c;
+    float alpha, beta;
+    uint vec_a, vec_b;  // 1: 8-wide loads are aligned (leading dimension and stride multiples of 8)
+} pc;
+
+// Tiles in their stored layout: A [BM][BK] (TRANS_A: [BK][BM]), B [BK][BN] (TRANS_B: [BN][BK]),
+// as uvec4s of 8 halves.
+shared uvec4 As[BM * BK / 8];
+shared uvec4 Bs[BK * BN / 8];
+shared float Cs[THREADS / 32][MM * NN];
+
+// Eight stored elements (row, col .. col+7) of a rows x cols matrix with leading dimension ld
+// at base, zero outside.
+uvec4 load8_a(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
+    const uint at = base + row * ld + col;
+    if (pc.vec_a != 0u && row < rows && col + 7 < cols) return a8[at / 8];
+    uint h[8];
+    for (uint e = 0; e < 8; ++e) h[e] = (row < rows && col + e < cols) ? uint(a[at + e]) : 0u;
+    return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+}
+uvec4 load8_b(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
+    const uint at = base + row * ld + col;
+    if (pc.vec_b != 0u && row < rows && col + 7 < cols) return b8[at / 8];
+    uint h[8];
+    for (uint e = 0; e < 8; ++e) h[e] = (row < rows && col + e < cols) ? uint(b[at + e]) : 0u;
+    return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
+}
+
+void main() {
+    const uint tid = gl_LocalInvocationID.x;
+    const uint warp = tid / 32, lane = tid % 32;
+    const uint wm = warp % WARPS_M, wn = warp / WARPS_M;
+    const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
+    const uint M = pc.M, N = pc.N, K = pc.K;
+    const uint tiles = (K + BK - 1) / BK;
+
+    for (uint z = gl_WorkGroupID.z; z < pc.batch; z += gl_NumWorkGroups.z) {
+        const uint a_base = z * pc.stride_a, b_base = z * pc.stride_b, c_base = z * pc.stride_c;
+        fcoopmatNV<32, gl_ScopeSubgroup, MM, NN> acc[TILES_M][TILES_N];
+        for (uint i = 0; i < TILES_M; ++i)
+            for (uint j = 0; j < TILES_N; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, MM, NN>(0.0);
+
+        for (uint t = 0; t < tiles; ++t) {
+            const uint k0 = t * BK;
+            for (uint v = tid; v < BM * BK / 8; v += THREADS) {
+                if (!TRANS_A) {
+                    const uint m = v / (BK / 8), k = (v % (BK / 8)) * 8;
+                    As[v] = load8_a(a_base, m0 + m, k0 + k, M, K, K);
+                } else {
+                    const uint k = v / (BM / 8), m = (v % (BM / 8)) * 8;
+                    As[v] = load8_a(a_base, k0 + k, m0 + m, K, M, M);
+                }
+            }
+            for (uint v = tid; v < BK * BN / 8; v += THREADS) {
+                if (!TRANS_B) {
+                    const uint k = v / (BN / 8), n = (v % (BN / 8)) * 8;
+                    Bs[v] = load8_b(b_base, k0 + k, n0 + n, K, N, N);
+                } else {
+                    const uint n = v / (BK / 8), k = (v % (BK / 8)) * 8;
+                    Bs[v] = load8_b(b_base, n0 + n, k0 + k, N, K, K);
+                }
+            }
+            barrier();
+            for (uint kk = 0; kk < BK; kk += KK) {
+                fcoopmatNV<16, gl_ScopeSubgroup, MM, KK> fa[TILES_M];
+                fcoopmatNV<16, gl_ScopeSubgroup, KK, NN> fb[TILES_N];
+                for (uint i = 0; i < TILES_M; ++i) {
+                    const uint m = wm * WM + i * MM;
+                    if (!TRANS_A) coopMatLoadNV(fa[i], As, (m * BK + kk) / 8, BK / 8, false);
+                    else coopMatLoadNV(fa[i], As, (kk * BM + m) / 8, BM / 8, true);
+                }
+                for (uint j = 0; j < TILES_N; ++j) {
+                    const uint n = wn * WN + j * NN;
+                    if (!TRANS_B) coopMatLoadNV(fb[j], Bs, (kk * BN + n) / 8, BN / 8, false);
+                    else coopMatLoadNV(fb[j], Bs, (n * BK + kk) / 8, BK / 8, true);
+                }
+                for (uint i = 0; i < TILES_M; ++i)
+                    for (uint j = 0; j < TILES_N; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+            }
+            barrier();
+        }
+
+        // Each accumulator through this subgroup's shared tile to C.
+        for (uint i = 0; i < TILES_M; ++i) {
+            for (uint j = 0; j < TILES_N; ++j) {
+                coopMatStoreNV(acc[i][j], Cs[warp], 0, NN, false);
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+                const uint row0 = m0 + wm * WM + i * MM, col0 = n0 + wn * WN + j * NN;
+                for (uint e = lane; e < MM * NN; e += 32) {
+                    const uint row = row0 + e / NN, col = col0 + e % NN;
+                    if (row < M && col < N) {
+                        const uint at = c_base + row * N + col;
+                        float value = pc.alpha * Cs[warp][e];
+                        if (pc.beta != 0.0) value += pc.beta * NN_OUT_LOAD(c[at]);
+                        c[at] = NN_OUT_STORE(value);
+                    }
+                }
+                subgroupMemoryBarrierShared();
+                subgroupBarrier();
+            }
+        }
+    }
+}
