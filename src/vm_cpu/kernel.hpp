@@ -490,7 +490,12 @@ template <class Arch, class Real> struct Kernel {
             build_programs(tape, plan, request, state);
             state.prefilled = true;
         }
-        gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes, batch.points);
+        if (request.tensors) {
+            for (std::uint32_t i = 0; i < n; ++i)
+                tensor_load(request.tensor_inputs[i], first, count, values.at(i), lanes, false);
+        } else {
+            gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes, batch.points);
+        }
         if (request.params_per_point)
             gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count,
                    lanes, batch.points);
@@ -509,6 +514,11 @@ template <class Arch, class Real> struct Kernel {
 
         switch (request.mode) {
             case Mode::forward: {
+                if (request.tensors) {
+                    for (std::size_t k = 0; k < m; ++k)
+                        tensor_store(request.tensor_results[k], first, count, values.at(tape.outputs()[k]));
+                    break;
+                }
                 deliver(request, state, m, first, count,
                         [&](std::size_t k) { return values.at(tape.outputs()[k]); });
                 break;
@@ -530,6 +540,14 @@ template <class Arch, class Real> struct Kernel {
                 const Rows adjoints{after_values, rows, lanes, plan.adjoint_row.data()};
                 seed_outputs(tape, plan, request, adjoints, first, count);
                 run_program(state.program.adjoints, state.program.adjoint_count, lanes, rows, background);
+                if (request.tensors) {
+                    for (std::uint32_t i = 0; i < n; ++i) {
+                        if (request.tensor_results[i].data == nullptr) continue;
+                        tensor_store(request.tensor_results[i], first, count,
+                                     plan.input_reached[i] ? adjoints.at(i, 0) : nullptr);
+                    }
+                    break;
+                }
                 deliver(request, state, rows * n, first, count, [&](std::size_t column) -> const Real* {
                     const std::uint32_t input = static_cast<std::uint32_t>(column % n);
                     return plan.input_reached[input] ? adjoints.at(input, column / n) : nullptr;
@@ -565,13 +583,23 @@ template <class Arch, class Real> struct Kernel {
         }
     }
 
+    /// Tensor bindings (float only: the Vm makes no tensor request in double).
+    static void tensor_load(const TensorBinding& binding, std::size_t first, std::size_t count, Real* row,
+                            std::size_t lanes, bool add) {
+        if constexpr (std::is_same_v<Real, float>) load_binding(binding, first, count, row, lanes, add);
+    }
+    static void tensor_store(const TensorBinding& binding, std::size_t first, std::size_t count,
+                             const Real* row) {
+        if constexpr (std::is_same_v<Real, float>) store_binding(binding, first, count, row);
+    }
+
     /// The next block's inputs, per-point parameters and (unless streamed) results.
     static Prefetch prefetch_next(const Plan& plan, const Request<Real>& request,
                                   const BlockState<Real>& state) {
         Prefetch prefetch;
         const std::size_t first = state.next_first;
         const std::size_t count = state.next_count;
-        if (count == 0) return prefetch;
+        if (count == 0 || request.tensors) return prefetch;
         const Batch<Real>& batch = *request.batch;
         const std::size_t n = plan.inputs;
         const std::size_t p = plan.params;
@@ -599,6 +627,11 @@ template <class Arch, class Real> struct Kernel {
         const std::size_t lanes = adjoints.lanes;
         for (std::size_t k = 0; k < m; ++k) {
             const std::uint32_t slot = tape.outputs()[k];
+            if (request.tensors) {  // one row
+                tensor_load(request.tensor_seeds[k], first, count, adjoints.at(slot, 0), lanes,
+                            !plan.seed_first[k]);
+                continue;
+            }
             for (std::size_t row = 0; row < adjoints.rows; ++row) {
                 Real* adjoint = adjoints.at(slot, row);
                 if (request.seeds == nullptr) {

@@ -9,6 +9,7 @@
 #include "plan.hpp"
 #include "program.hpp"
 #include "tapevm/batch.hpp"
+#include "tensor_bindings.hpp"
 
 namespace tapevm::cpu::detail {
 
@@ -36,6 +37,14 @@ template <class Real> struct Request {
     /// Write results with non-temporal stores (set by the Vm for result arrays larger than
     /// the caches keep).
     bool stream_results = false;
+    /// Tensor bindings (tensor_bindings.hpp; float only, forward and reverse with one row) instead
+    /// of the batch's rows: inputs [n], seeds [m] (reverse), results [m] (forward: the
+    /// outputs) or [n] (reverse: the input adjoints; data null: not written). The batch then
+    /// gives only the element count and the shared params.
+    bool tensors = false;
+    const TensorBinding* tensor_inputs = nullptr;
+    const TensorBinding* tensor_seeds = nullptr;
+    const TensorBinding* tensor_results = nullptr;
 };
 
 /// Reals of results per point.

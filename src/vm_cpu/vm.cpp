@@ -206,7 +206,8 @@ template <class Real> Report Engine::run(const Request<Real>& request) const {
         lanes_for(width, scratch_reals(plan, request.mode, request.rows, 1), hot, sizeof(Real));
     lanes = std::min(lanes, (points + width - 1) / width * width);
     Request<Real> streaming = request;
-    streaming.stream_results = points * result_columns(plan, request) * sizeof(Real) > stream_bytes;
+    streaming.stream_results =
+        !request.tensors && points * result_columns(plan, request) * sizeof(Real) > stream_bytes;
     Call<Real> call{this, &streaming, points, lanes, (points + lanes - 1) / lanes, {}, {}, {}};
     const auto participants = static_cast<unsigned>(std::min<std::size_t>(threads, call.blocks));
     pool.run(participants - 1, &participate<Real>, &call);
@@ -300,6 +301,56 @@ Report Vm::hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
     request.seeds = cotangents.data();
     request.directions = directions.data();
     request.results = results.data();
+    return engine_->run(request);
+}
+
+namespace {
+
+void check_bindings(const std::string& where, const std::string& argument, std::size_t expected,
+                    std::span<const TensorBinding> bindings, bool results) {
+    check_size(where, argument, expected, bindings.size());
+    for (std::size_t k = 0; k < bindings.size(); ++k) {
+        const TensorBinding& b = bindings[k];
+        if (results && b.broadcast != Broadcast::full)
+            throw Error(where + ": " + argument + "[" + std::to_string(k) + "] must not broadcast");
+        if ((b.broadcast == Broadcast::row || b.broadcast == Broadcast::column) && b.extent == 0)
+            throw Error(where + ": " + argument + "[" + std::to_string(k) + "] has extent 0");
+    }
+}
+
+}  // namespace
+
+Report Vm::forward_tensors(std::size_t elements, std::span<const TensorBinding> inputs,
+                           std::span<const TensorBinding> outputs, std::span<const float> params) const {
+    const std::string where = "cpu::Vm::forward_tensors";
+    check_bindings(where, "inputs", tape().input_count(), inputs, false);
+    check_bindings(where, "outputs", tape().output_count(), outputs, true);
+    check_size(where, "params", tape().param_count(), params.size());
+    const Batch<float> batch{elements, {}, params};
+    auto request = request_for(tape(), detail::Mode::forward, batch);
+    request.params_per_point = false;
+    request.tensors = true;
+    request.tensor_inputs = inputs.data();
+    request.tensor_results = outputs.data();
+    return engine_->run(request);
+}
+
+Report Vm::vjp_tensors(std::size_t elements, std::span<const TensorBinding> inputs,
+                       std::span<const TensorBinding> cotangents, std::span<const TensorBinding> results,
+                       std::span<const float> params) const {
+    const std::string where = "cpu::Vm::vjp_tensors";
+    check_bindings(where, "inputs", tape().input_count(), inputs, false);
+    check_bindings(where, "cotangents", tape().output_count(), cotangents, false);
+    check_bindings(where, "results", tape().input_count(), results, true);
+    check_size(where, "params", tape().param_count(), params.size());
+    const Batch<float> batch{elements, {}, params};
+    auto request = request_for(tape(), detail::Mode::reverse, batch);
+    request.params_per_point = false;
+    request.rows = 1;
+    request.tensors = true;
+    request.tensor_inputs = inputs.data();
+    request.tensor_seeds = cotangents.data();
+    request.tensor_results = results.data();
     return engine_->run(request);
 }
 

@@ -102,6 +102,20 @@ public:
         stage_results_ = spec.staging && result_width() > 1 && fits(result_stride());
     }
 
+    /// generate_body(): the statements and results only, leaves and seeds from `operands`.
+    GeneratedBody body(const BodyOperands& operands) {
+        body_ = &operands;
+        switch (spec_.kernel) {
+            case Kernel::forward:
+                values();
+                for (std::uint32_t j = 0; j < m(); ++j) results_.push_back(value(tape_.outputs()[j]));
+                break;
+            case Kernel::reverse: reverse(); break;
+            default: throw Error("gpu::generate_body: only forward and vjp bodies");
+        }
+        return {std::move(w_.text()), std::move(results_), w_.statements(), library_calls_};
+    }
+
     GeneratedKernel run() {
         prelude();
         w_.raw("void main() {\n");
@@ -181,6 +195,8 @@ private:
 
     // The value of leaf `ins` as a REAL expression.
     std::string leaf(const Instruction& ins) const {
+        if (body_ != nullptr && ins.op == Op::Input) return "(" + body_->inputs[ins.a] + ")";
+        if (body_ != nullptr && ins.op == Op::Param) return "(" + body_->params[ins.a] + ")";
         if (ins.op == Op::Input)
             return std::string(stage_inputs_ ? "tile" : "inputs") + "[in_base + " + u(ins.a) + "]";
         if (ins.op == Op::Param) return "params[par_base + " + u(ins.a) + "]";
@@ -344,7 +360,9 @@ private:
             for (std::uint32_t j = 0; j < m(); ++j) {
                 const std::uint32_t o = tape_.outputs()[j];
                 if (!depends_[o]) continue;
-                if (spec_.seeds_from_buffer)
+                if (body_ != nullptr)
+                    add_term(k, o, sums_[k][o].added, "(" + body_->seeds[j] + ")", "");
+                else if (spec_.seeds_from_buffer)
                     add_term(k, o, sums_[k][o].added, "extra0[lane * " + u(m()) + " + " + u(j) + "]", "");
                 else if (j == k)
                     add_term(k, o, sums_[k][o].added, "REAL(1)", "");
@@ -614,6 +632,7 @@ private:
     bool stage_inputs_ = false, stage_results_ = false;
     std::vector<std::string> results_;  // the result row's expressions, in order
     std::vector<std::vector<Sum>> sums_;  // reverse: [seed][slot], the adjoints' sums
+    const BodyOperands* body_ = nullptr;  // generate_body's operands
     Writer w_;
 };
 
@@ -637,6 +656,19 @@ std::string spec_name(const KernelSpec& spec, const Tape& tape) {
 
 GeneratedKernel generate_glsl(const Tape& tape, const KernelSpec& spec) {
     return Generator(tape, spec).run();
+}
+
+GeneratedBody generate_body(const Tape& tape, const KernelSpec& spec, const BodyOperands& operands) {
+    const bool reverse = spec.kernel == Kernel::reverse;
+    if (!(spec.kernel == Kernel::forward || (reverse && spec.directions == 1 && spec.seeds_from_buffer)) ||
+        spec.write_values)
+        throw Error("gpu::generate_body: only forward and vjp (one seed from the operands) bodies");
+    if (operands.inputs.size() != tape.input_count() || operands.params.size() != tape.param_count() ||
+        (reverse && operands.seeds.size() != tape.output_count()))
+        throw Error("gpu::generate_body: operand counts do not match the tape");
+    KernelSpec body_spec = spec;
+    body_spec.staging = false;
+    return Generator(tape, body_spec).body(operands);
 }
 
 }  // namespace tapevm::gpu::detail

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "kernels.hpp"
 #include "tapevm/tape.hpp"
@@ -62,5 +63,29 @@ struct GeneratedKernel {
 
 /// The GLSL of `spec` for `tape`. `spec.kernel` is forward, reverse, tangent or hvp.
 GeneratedKernel generate_glsl(const Tape& tape, const KernelSpec& spec);
+
+/// The operands of a kernel body that another generator wraps in its own kernel (src/nn/gpu's
+/// elementwise kernels over tensor bindings): GLSL expressions of type REAL, each read once.
+struct BodyOperands {
+    std::vector<std::string> inputs;  // input i's value
+    std::vector<std::string> params;  // parameter j's value
+    std::vector<std::string> seeds;   // reverse: output j's cotangent
+};
+
+/// Straight-line statements computing a tape's results from BodyOperands, and the results.
+struct GeneratedBody {
+    std::string code;  // statements, one per line, declaring the variables the results name
+    /// forward: the m outputs' values; reverse: the n inputs' adjoints ("REAL(0)" where none).
+    std::vector<std::string> results;
+    std::size_t statements = 0;
+    std::size_t library_calls = 0;
+};
+
+/// The body of `spec` (forward, or reverse with one seed read from the operands: directions 1,
+/// seeds_from_buffer) for `tape`, with the statements, formulas and order of summation of
+/// generate_glsl's kernels. The wrapping source defines REAL and includes "ops.glsl"; guards
+/// are not checked. Throws tapevm::Error for another kind of spec or operand counts that do
+/// not match the tape.
+GeneratedBody generate_body(const Tape& tape, const KernelSpec& spec, const BodyOperands& operands);
 
 }  // namespace tapevm::gpu::detail

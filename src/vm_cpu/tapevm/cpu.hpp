@@ -48,6 +48,9 @@ struct Options {
 namespace detail {
 struct Engine;
 }
+/// One tensor of an elementwise call (src/vm_cpu/tensor_bindings.hpp: internal, for the nn
+/// layer; not installed).
+struct TensorBinding;
 
 /// Evaluates one tape over batches of points (layouts in batch.hpp, operations in
 /// evaluator.hpp). Holds its own copy of the tape and a pool of threads-1 workers. Const
@@ -70,6 +73,18 @@ public:
     unsigned threads() const;
     /// Lanes per block for values of sizeof_real bytes (4 or 8), plain evaluation (forward).
     std::size_t block_lanes(std::size_t sizeof_real) const;
+
+    /// Tensor bindings (tensor_bindings.hpp), in float: for each element e < elements, output j
+    /// (outputs[j]) = tape output j of the inputs at e, with the shared `params`. Throws
+    /// ShapeError for binding counts other than the tape's inputs and outputs or params other
+    /// than param_count(), Error for an output that broadcasts.
+    Report forward_tensors(std::size_t elements, std::span<const TensorBinding> inputs,
+                           std::span<const TensorBinding> outputs, std::span<const float> params = {}) const;
+    /// The vjp over tensor bindings: cotangents (one full binding per output) -> results (one
+    /// full binding per input; data null: not computed; accumulate: added to the tensor).
+    Report vjp_tensors(std::size_t elements, std::span<const TensorBinding> inputs,
+                       std::span<const TensorBinding> cotangents, std::span<const TensorBinding> results,
+                       std::span<const float> params = {}) const;
 
 private:
     friend class EvaluatorBase<Vm>;
