@@ -1,6 +1,7 @@
 // The nn front end: dtype helpers and f16/bf16 conversions (against a nearest-value oracle,
 // ties, NaN, infinities, subnormals), tensors and devices on the reference device, and every
 // argument error of the kernel set (shapes, dtypes, devices, aliasing, bad options, ids).
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -273,6 +274,79 @@ TEST_CASE("tensors: upload, read back, reshape, describe") {
     CHECK_FALSE(undefined);
     check_error<Error>([&] { (void)undefined.device(); }, "Tensor::device: undefined tensor");
     check_error<Error>([&] { (void)undefined.to_double(); }, "Tensor::to_bytes: undefined tensor");
+}
+
+namespace {
+
+/// A device of plain host bytes that stores every dtype and runs no kernel: the host side of
+/// Tensor (conversions on upload, read-back and assign) on its own.
+struct HostBytes final : nn::detail::Backend {
+    struct Bytes final : nn::detail::Storage {
+        std::vector<std::byte> data;
+    };
+    DeviceKind kind() const override { return DeviceKind::cpu; }
+    std::string name() const override { return "host bytes"; }
+    bool supports(DType) const override { return true; }
+    std::shared_ptr<nn::detail::Storage> allocate(std::size_t bytes) override {
+        auto storage = std::make_shared<Bytes>();
+        storage->data.resize(bytes);
+        storage->bytes = bytes;
+        return storage;
+    }
+    void write(const nn::detail::Storage& storage, std::size_t offset, std::span<const std::byte> bytes) override {
+        std::copy(bytes.begin(), bytes.end(), const_cast<Bytes&>(static_cast<const Bytes&>(storage)).data.begin() +
+                                                  static_cast<std::ptrdiff_t>(offset));
+    }
+    void read(const nn::detail::Storage& storage, std::size_t offset, std::span<std::byte> bytes) override {
+        const auto& data = static_cast<const Bytes&>(storage).data;
+        std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(offset), bytes.size(), bytes.begin());
+    }
+    void synchronize() override {}
+    std::uint64_t live_memory() const override { return 0; }
+    std::uint64_t peak_memory() const override { return 0; }
+    void reset_peak_memory() override {}
+};
+
+}  // namespace
+
+TEST_CASE("tensors: host conversions to and from f32, f16 and bf16") {
+    const Device device(std::make_shared<HostBytes>());
+    const std::vector<double> values = {1.0 / 3, 65520, -1e-8, 1e-40, std::nan(""), -inf,
+                                        1 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), 3e38, 1e39};
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        CAPTURE(dtype_name(dtype));
+        const Tensor x = device.upload({values.size()}, std::span<const double>(values), dtype);
+        CHECK(x.bytes() == values.size() * dtype_size(dtype));
+        const std::vector<double> back = x.to_double();
+        const std::vector<float> back_float = x.to_float();
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            CAPTURE(values[i]);
+            const double expected = round_to(dtype, values[i]);
+            if (std::isnan(expected)) {
+                CHECK(std::isnan(back[i]));
+                CHECK(std::isnan(back_float[i]));
+            } else {
+                CHECK(back[i] == expected);
+                CHECK(back_float[i] == static_cast<float>(expected));
+            }
+        }
+    }
+    // The bytes are the dtype's own, little-endian: 1.0 is 0x3c00 in f16 and 0x3f80 in bf16.
+    const std::vector<float> one = {1.0f};
+    const std::vector<std::byte> half_bytes = device.upload({1}, std::span<const float>(one), DType::f16).to_bytes();
+    CHECK(half_bytes == std::vector<std::byte>{std::byte{0x00}, std::byte{0x3c}});
+    const Tensor bfloat = device.upload({1}, std::span<const float>(one), DType::bf16);
+    CHECK(bfloat.to_bytes() == std::vector<std::byte>{std::byte{0x80}, std::byte{0x3f}});
+    bfloat.assign_bytes(std::vector<std::byte>{std::byte{0x40}, std::byte{0xc0}});  // -3.0
+    CHECK(bfloat.to_double() == std::vector<double>{-3});
+    CHECK(bfloat.to_int() == std::vector<std::int32_t>{-3});
+    const std::vector<std::int32_t> integers = {2049, -7};
+    CHECK(device.upload({2}, std::span<const std::int32_t>(integers), DType::f16).to_double() ==
+          std::vector<double>{2048, -7});  // 2049 is a tie between 2048 and 2050: even
+    check_error<Error>([&] { (void)device.upload({1}, std::span<const double>(values).subspan(4, 1), DType::i32); },
+                       "Tensor::assign: value nan");
+    check_error<Error>([&] { (void)device.upload({1}, std::span<const double>(values).subspan(5, 1), DType::f16).to_int(); },
+                       "Tensor::to_int: element 0 does not fit i32");
 }
 
 TEST_CASE("tensors: empty ones are valid and kernels on them do nothing") {
