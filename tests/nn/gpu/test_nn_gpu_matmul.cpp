@@ -150,6 +150,18 @@ TEST_CASE("gpu matmul f16 and bf16 storage, C in f32, f16 or bf16") {
     run_case({1, 5, 7, 9, false, false, false, false, 1, 0}, DType::f32, DType::bf16);
 }
 
+TEST_CASE("gpu matmul f16 on every layout, aligned and not (the tensor-core kernel where the device has it)") {
+    if (!gpu().supports(DType::f16)) return;
+    for (const bool ta : {false, true}) {
+        for (const bool tb : {false, true}) {
+            run_case({1, 33, 40, 24, false, false, ta, tb, 1, 0}, DType::f16, DType::f32);   // unaligned M
+            run_case({1, 64, 64, 48, false, false, ta, tb, 0.5, 1}, DType::f16, DType::f32);  // 8-wide loads
+        }
+    }
+    run_case({1, 130, 136, 72, false, false, false, false, 1, 0}, DType::f16, DType::f16);  // several blocks
+    run_case({3, 16, 24, 40, true, false, false, true, 1, 0}, DType::f16, DType::bf16);     // batch, shared B
+}
+
 TEST_CASE("gpu matmul is deterministic") {
     const Case c{1, 70, 50, 90, false, false, false, true, 1, 0};
     CHECK(run_case(c, DType::f32, DType::f32) == run_case(c, DType::f32, DType::f32));

@@ -9,10 +9,10 @@
 // columns tx*4+j and BN/2+tx*4+j) so that the shared-memory reads of a warp are consecutive.
 // K advances BK at a time: the next tiles of A and B are loaded into registers (4-wide vector
 // loads where aligned: push constant vec_a/vec_b) while the current ones, in shared memory
-// k-major (As[k][m], Bs[k][n]), are multiplied. Layouts by specialization constants TRANS_A
-// ([K][M] storage) and TRANS_B ([N][K]); batches by workgroup z, strides in elements (0: the
-// operand is shared by every batch). Constraints the host keeps (matmul.cpp): BM, BN multiples
-// of 8 with BM*BK and BN*BK multiples of 4*THREADS.
+// k-major (As[k][m], Bs[k][n], held as vec4s so reads are 16 bytes), are multiplied. Layouts by
+// specialization constants TRANS_A ([K][M] storage) and TRANS_B ([N][K]); batches by workgroup
+// z, strides in elements (0: the operand is shared by every batch). Constraints the host keeps
+// (matmul.cpp): BM, BN multiples of 8 with BM*BK and BN*BK multiples of 4*THREADS.
 #include "nn_dtype.glsl"
 #include "nn_common.glsl"
 
@@ -41,8 +41,8 @@ layout(push_constant) uniform Push {
 
 const uint QA = BM * BK / (4 * THREADS);  // quads of A each thread loads per tile
 const uint QB = BN * BK / (4 * THREADS);
-shared float As[BK * BM];
-shared float Bs[BK * BN];
+shared vec4 As[BK * BM / 4];  // As[k][m]: element k * BM + m is As[(k * BM + m) / 4][m % 4]
+shared vec4 Bs[BK * BN / 4];
 
 vec4 load_a_quad(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
     // Four consecutive elements along the stored rows of A: (row, col .. col+3) of a rows x cols
@@ -114,20 +114,20 @@ void main() {
             const uint quad = tid + q * THREADS;                                               \
             if (!TRANS_A) {                                                                    \
                 const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
-                for (uint e = 0; e < 4; ++e) As[(k + e) * BM + m] = ra[q][e];                  \
+                for (uint e = 0; e < 4; ++e) As[((k + e) * BM + m) / 4][m % 4] = ra[q][e];     \
             } else {                                                                           \
                 const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                     \
-                for (uint e = 0; e < 4; ++e) As[k * BM + m + e] = ra[q][e];                    \
+                As[(k * BM + m) / 4] = ra[q];                                                  \
             }                                                                                  \
         }                                                                                      \
         for (uint q = 0; q < QB; ++q) {                                                        \
             const uint quad = tid + q * THREADS;                                               \
             if (!TRANS_B) {                                                                    \
                 const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                     \
-                for (uint e = 0; e < 4; ++e) Bs[k * BN + n + e] = rb[q][e];                    \
+                Bs[(k * BN + n) / 4] = rb[q];                                                  \
             } else {                                                                           \
                 const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
-                for (uint e = 0; e < 4; ++e) Bs[(k + e) * BN + n] = rb[q][e];                  \
+                for (uint e = 0; e < 4; ++e) Bs[((k + e) * BN + n) / 4][n % 4] = rb[q][e];     \
             }                                                                                  \
         }
 
@@ -141,11 +141,9 @@ void main() {
                 LOAD_TILES(t + 1)
             }
             for (uint k = 0; k < BK; ++k) {
-                const uint ar = k * BM + ty * 4, br = k * BN + tx * 4;
-                const vec4 a_lo = vec4(As[ar], As[ar + 1], As[ar + 2], As[ar + 3]);
-                const vec4 a_hi = vec4(As[ar + BM / 2], As[ar + BM / 2 + 1], As[ar + BM / 2 + 2], As[ar + BM / 2 + 3]);
-                const vec4 b_lo = vec4(Bs[br], Bs[br + 1], Bs[br + 2], Bs[br + 3]);
-                const vec4 b_hi = vec4(Bs[br + BN / 2], Bs[br + BN / 2 + 1], Bs[br + BN / 2 + 2], Bs[br + BN / 2 + 3]);
+                const uint ar = (k * BM) / 4 + ty, br = (k * BN) / 4 + tx;
+                const vec4 a_lo = As[ar], a_hi = As[ar + BM / 8];
+                const vec4 b_lo = Bs[br], b_hi = Bs[br + BN / 8];
                 for (uint i = 0; i < 4; ++i) {
                     acc[i][0] += a_lo[i] * b_lo;
                     acc[i][1] += a_lo[i] * b_hi;

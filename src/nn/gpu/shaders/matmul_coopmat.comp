@@ -13,7 +13,8 @@
 // block; each subgroup a (BM/WARPS_M) x (BN/WARPS_N) block as a grid of MM x NN accumulators.
 // K advances BK at a time through shared memory (A and B tiles kept in their stored layout;
 // coopMatLoadNV's column-major flag handles TRANS_A / TRANS_B), loaded with 8-wide (uvec4)
-// global reads where aligned (vec_a / vec_b), else element by element with zeros outside.
+// global reads where aligned (vec_a / vec_b), else element by element with zeros outside; the
+// next tiles are read into registers while the current ones multiply.
 // Results go through a per-subgroup shared tile to C with alpha, beta, bounds and rounding.
 #include "nn_dtype.glsl"
 #include "nn_common.glsl"
@@ -32,6 +33,7 @@ layout(constant_id = 9) const uint THREADS = 128;  // WARPS_M * WARPS_N * 32
 const uint WARPS_N = THREADS / 32 / WARPS_M;
 const uint WM = BM / WARPS_M, WN = BN / WARPS_N;  // a subgroup's block
 const uint TILES_M = WM / MM, TILES_N = WN / NN;
+const uint VA = BM * BK / 8 / THREADS, VB = BK * BN / 8 / THREADS;  // uvec4s per thread and tile
 
 layout(set = 0, binding = 0, std430) readonly buffer A { uint16_t a[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B { uint16_t b[]; };
@@ -83,27 +85,43 @@ void main() {
         for (uint i = 0; i < TILES_M; ++i)
             for (uint j = 0; j < TILES_N; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, MM, NN>(0.0);
 
+        // Tile t's uvec4s into registers (the next tile loads while the current one multiplies).
+        uvec4 ra[VA];
+        uvec4 rb[VB];
+#define LOAD_TILES(t)                                                                          \
+        for (uint q = 0; q < VA; ++q) {                                                        \
+            const uint v = tid + q * THREADS;                                                  \
+            if (!TRANS_A) {                                                                    \
+                const uint m = v / (BK / 8), k = (v % (BK / 8)) * 8;                           \
+                ra[q] = load8_a(a_base, m0 + m, (t) * BK + k, M, K, K);                        \
+            } else {                                                                           \
+                const uint k = v / (BM / 8), m = (v % (BM / 8)) * 8;                           \
+                ra[q] = load8_a(a_base, (t) * BK + k, m0 + m, K, M, M);                        \
+            }                                                                                  \
+        }                                                                                      \
+        for (uint q = 0; q < VB; ++q) {                                                        \
+            const uint v = tid + q * THREADS;                                                  \
+            if (!TRANS_B) {                                                                    \
+                const uint k = v / (BN / 8), n = (v % (BN / 8)) * 8;                           \
+                rb[q] = load8_b(b_base, (t) * BK + k, n0 + n, K, N, N);                        \
+            } else {                                                                           \
+                const uint n = v / (BK / 8), k = (v % (BK / 8)) * 8;                           \
+                rb[q] = load8_b(b_base, n0 + n, (t) * BK + k, N, K, K);                        \
+            }                                                                                  \
+        }
+#define STORE_TILES()                                                                          \
+        for (uint q = 0; q < VA; ++q) As[tid + q * THREADS] = ra[q];                           \
+        for (uint q = 0; q < VB; ++q) Bs[tid + q * THREADS] = rb[q];
+
+        if (tiles > 0) {
+            LOAD_TILES(0)
+            STORE_TILES()
+        }
+        barrier();
         for (uint t = 0; t < tiles; ++t) {
-            const uint k0 = t * BK;
-            for (uint v = tid; v < BM * BK / 8; v += THREADS) {
-                if (!TRANS_A) {
-                    const uint m = v / (BK / 8), k = (v % (BK / 8)) * 8;
-                    As[v] = load8_a(a_base, m0 + m, k0 + k, M, K, K);
-                } else {
-                    const uint k = v / (BM / 8), m = (v % (BM / 8)) * 8;
-                    As[v] = load8_a(a_base, k0 + k, m0 + m, K, M, M);
-                }
+            if (t + 1 < tiles) {
+                LOAD_TILES(t + 1)
             }
-            for (uint v = tid; v < BK * BN / 8; v += THREADS) {
-                if (!TRANS_B) {
-                    const uint k = v / (BN / 8), n = (v % (BN / 8)) * 8;
-                    Bs[v] = load8_b(b_base, k0 + k, n0 + n, K, N, N);
-                } else {
-                    const uint n = v / (BK / 8), k = (v % (BK / 8)) * 8;
-                    Bs[v] = load8_b(b_base, n0 + n, k0 + k, N, K, K);
-                }
-            }
-            barrier();
             for (uint kk = 0; kk < BK; kk += KK) {
                 fcoopmatNV<16, gl_ScopeSubgroup, MM, KK> fa[TILES_M];
                 fcoopmatNV<16, gl_ScopeSubgroup, KK, NN> fb[TILES_N];
@@ -121,6 +139,10 @@ void main() {
                     for (uint j = 0; j < TILES_N; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
             }
             barrier();
+            if (t + 1 < tiles) {
+                STORE_TILES()
+                barrier();
+            }
         }
 
         // Each accumulator through this subgroup's shared tile to C.
