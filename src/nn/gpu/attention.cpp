@@ -1,0 +1,128 @@
+// The gpu backend's attention kernels (attention.hpp): host side. Push constants mirror the
+// `Push` blocks of shaders/attention*.comp (32-bit fields, no padding).
+#include "attention.hpp"
+
+#include <cassert>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "backend.hpp"
+#include "tapevm/error.hpp"
+
+namespace tapevm::nn::detail {
+
+namespace {
+
+// Block sizes shared with the shaders: query rows per forward workgroup (ROWS in
+// attention.comp), keys per dk/dv workgroup (KEYS in attention_backward_kv.comp), queries per
+// dq workgroup (QUERIES in attention_backward_q.comp).
+constexpr std::size_t forward_rows = 16;
+constexpr std::size_t backward_keys = 16;
+constexpr std::size_t backward_queries = 16;
+// Flag bits shared with the shaders.
+constexpr std::uint32_t attn_causal = 1, attn_write_lse = 2, attn_write_dk = 4, attn_write_dv = 8;
+
+struct ForwardPush {
+    std::uint32_t q_len, kv_len, past, heads_q, heads_kv, dim, flags;
+    float scale;
+};
+struct BackwardPush {
+    std::uint32_t batch, seq, heads_q, heads_kv, dim, flags;
+    float scale;
+};
+static_assert(sizeof(ForwardPush) == 32 && sizeof(BackwardPush) == 28);
+
+std::uint32_t to_u32(std::size_t value, const char* kernel) {
+    if (value > std::numeric_limits<std::uint32_t>::max()) {
+        throw Unsupported(std::string(kernel) + ": more than 2^32 - 1 elements on the gpu");
+    }
+    return static_cast<std::uint32_t>(value);
+}
+
+void check_head_dim(std::size_t dim, const char* kernel) {
+    if (dim > gpu_attention_max_head_dim) {
+        throw Unsupported(std::string(kernel) + ": head_dim " + std::to_string(dim) +
+                          " is over the gpu's limit of " + std::to_string(gpu_attention_max_head_dim));
+    }
+}
+
+std::string variant(const char* shader, const Tensor& t) {
+    return std::string(shader) + "_" + shader_suffix(t.dtype());
+}
+
+/// The second tile size of the backward kernels (their specialization constant 0): 16 where
+/// the device's shared memory holds the 16-row tiles (about 35 KiB at head_dim 128), else 8.
+std::uint32_t backward_other_block(const GpuBackend& gpu) {
+    return gpu.max_shared_memory() >= 36 * 1024 ? 16u : 8u;
+}
+
+void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+             const Tensor& lse, std::size_t past, double scale, bool causal, const char* kernel) {
+    const std::size_t batch = q.dim(0), q_len = q.dim(1), heads_q = q.dim(2), dim = q.dim(3);
+    const std::size_t kv_len = k.dim(1), heads_kv = k.dim(2);
+    check_head_dim(dim, kernel);
+    if (batch == 0 || q_len == 0 || heads_q == 0 || dim == 0) return;
+    to_u32(q.size(), kernel);
+    to_u32(k.size(), kernel);
+    const std::size_t group = heads_q / heads_kv;
+    const ForwardPush push{to_u32(q_len, kernel),
+                           to_u32(kv_len, kernel),
+                           to_u32(past, kernel),
+                           to_u32(heads_q, kernel),
+                           to_u32(heads_kv, kernel),
+                           to_u32(dim, kernel),
+                           (causal ? attn_causal : 0u) | (lse.defined() ? attn_write_lse : 0u),
+                           static_cast<float>(scale)};
+    const Groups groups{to_u32((q_len * group + forward_rows - 1) / forward_rows, kernel),
+                        to_u32(heads_kv, kernel), to_u32(batch, kernel)};
+    gpu.dispatch(gpu.pipeline(variant("attention", q)), {q, k, v, out, lse}, push, groups);
+}
+
+}  // namespace
+
+void gpu_attention(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                   const Tensor& lse, double scale, bool causal) {
+    forward(gpu, q, k, v, out, lse, 0, scale, causal, "attention");
+}
+
+void gpu_kv_attention(GpuBackend& gpu, const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                      const Tensor& out, std::size_t past, double scale, bool causal) {
+    forward(gpu, q, k_cache, v_cache, out, Tensor(), past, scale, causal, "kv_attention");
+}
+
+void gpu_attention_backward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& out, const Tensor& lse, const Tensor& dout, const Tensor& dq,
+                            const Tensor& dk, const Tensor& dv, double scale, bool causal) {
+    const char* kernel = "attention_backward";
+    const std::size_t batch = q.dim(0), seq = q.dim(1), heads_q = q.dim(2), dim = q.dim(3);
+    const std::size_t heads_kv = k.dim(2);
+    check_head_dim(dim, kernel);
+    if (batch == 0 || seq == 0 || heads_q == 0 || dim == 0) return;
+    if (!dq.defined() && !dk.defined() && !dv.defined()) return;
+    to_u32(q.size(), kernel);
+    BackwardPush push{to_u32(batch, kernel),    to_u32(seq, kernel), to_u32(heads_q, kernel),
+                      to_u32(heads_kv, kernel), to_u32(dim, kernel), causal ? attn_causal : 0u,
+                      static_cast<float>(scale)};
+    // delta = rowsum(dout * out), [B][Hq][T] f32.
+    const Tensor delta = gpu.scratch({batch, heads_q, seq}, DType::f32);
+    gpu.dispatch(gpu.pipeline(variant("attention_backward_delta", q)), {out, dout, delta}, push,
+                 {GpuBackend::groups_for(batch * seq * heads_q, 64), 1, 1});
+    const std::uint32_t other = backward_other_block(gpu);
+    if (dk.defined() || dv.defined()) {
+        BackwardPush kv_push = push;
+        kv_push.flags |= (dk.defined() ? attn_write_dk : 0u) | (dv.defined() ? attn_write_dv : 0u);
+        gpu.dispatch(gpu.pipeline(variant("attention_backward_kv", q), {other}),
+                     {q, k, v, dout, lse, delta, dk, dv}, kv_push,
+                     {to_u32((seq + backward_keys - 1) / backward_keys, kernel), to_u32(heads_kv, kernel),
+                      to_u32(batch, kernel)});
+    }
+    if (dq.defined()) {
+        gpu.dispatch(gpu.pipeline(variant("attention_backward_q", q), {other}),
+                     {q, k, v, dout, lse, delta, dq}, push,
+                     {to_u32((seq + backward_queries - 1) / backward_queries, kernel),
+                      to_u32(heads_q, kernel), to_u32(batch, kernel)});
+    }
+}
+
+}  // namespace tapevm::nn::detail
