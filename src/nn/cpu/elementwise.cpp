@@ -62,7 +62,7 @@ private:
         unsigned threads;
         std::shared_ptr<const tapevm::cpu::Vm> vm;
     };
-    static constexpr std::size_t capacity = 32;
+    static constexpr std::size_t capacity = 16;
     std::mutex mutex_;
     std::list<Entry> entries_;
 };

@@ -200,6 +200,9 @@ inline void broadcasting(const Device& device, DType dtype) {
         check_backward(device, tape, ops, shape, dtype);
         check_backward(device, tape, ops, shape, dtype, {}, 0);  // dx skipped
     }
+    // A call of rank 0 (one element), and of one row.
+    check_backward(device, tape, operands({Shape{}, Shape{1}, Shape{}, Shape{}}, 9), Shape{}, dtype);
+    check_backward(device, tape, operands({Shape{8}, Shape{}, Shape{8}, Shape{1}}, 11), Shape{8}, dtype);
     // A rank-0 scalar input.
     const Shape shape{4, 6};
     check_forward(device, tape, {{Shape{4, 6}, random_values(24, 3)}, {Shape{}, {0.75}}, {Shape{6}, random_values(6, 4)},
