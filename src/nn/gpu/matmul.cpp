@@ -2,6 +2,10 @@
 // the tensor-core kernel (shaders/matmul_coopmat.comp) for f16 A and B where the device has
 // GL_NV_cooperative_matrix's f16 x f16 -> f32 shapes.
 //
+// Split-K (record_matmul): where C has too few blocks to fill a large GPU and K is long (the
+// GPT weight gradients X^T dY: M, N = 384..1536, K = 16384), K is cut into slices whose f32
+// partials are summed in order by matmul_split_sum.comp: deterministic.
+//
 // Tuning (bench/nn_gpu.sh): TAPEVM_NN_MATMUL_TILE="BMxBNxBK" picks the tiled kernel's block
 // (default 128x128x16 for large C, 64x64x16 for small); TAPEVM_NN_COOPMAT_TILE="BMxBNxBKxWARPS_M"
 // the tensor-core kernel's (default 128x128x32x2, 4 subgroups).
@@ -26,8 +30,9 @@ struct MatmulPush {
     std::uint32_t stride_a, stride_b, stride_c;
     float alpha, beta;
     std::uint32_t vec_a, vec_b;
+    std::uint32_t k_split;  // 0: no split-K
 };
-static_assert(sizeof(MatmulPush) == 44);
+static_assert(sizeof(MatmulPush) == 48);
 
 /// Up to four unsigned numbers separated by 'x' from environment variable `name`.
 std::array<std::uint32_t, 4> env_tile(const char* name) {
@@ -52,6 +57,55 @@ Geometry geometry(const Tensor& a, const Tensor& b, const Tensor& c, const Matmu
     g.stride_b = b.rank() == 3 ? g.k * g.n : 0;
     g.stride_c = g.m * g.n;
     return g;
+}
+
+/// Split-K slices for a C of `blocks` workgroups: 1 (none) unless C alone would leave most of a
+/// large GPU idle (batch 1, fewer than 128 blocks) and K is long; then up to 256 workgroups in
+/// all, slices of at least 512 k. Depends on the shape only, so results stay deterministic.
+/// TAPEVM_NN_MATMUL_SPLIT=S forces S slices (1: never split) for measurements.
+std::size_t split_slices(const Geometry& g, std::size_t blocks) {
+    if (g.batch != 1) return 1;
+    if (const char* env = std::getenv("TAPEVM_NN_MATMUL_SPLIT"); env != nullptr)
+        return std::max<std::size_t>(1, std::strtoul(env, nullptr, 10));
+    if (blocks >= 128 || g.k < 2048) return 1;
+    return std::min<std::size_t>({(256 + blocks - 1) / blocks, g.k / 512, 64});
+}
+
+/// Records `shader_prefix` + C's dtype with `push` (and split-K where split_slices() says: the
+/// slices' f32 partials into scratch through `shader_prefix` + "f32", then matmul_split_sum).
+void record_matmul(GpuBackend& gpu, const std::string& shader_prefix, std::span<const std::uint32_t> constants,
+                   MatmulPush push, const Geometry& g, std::uint32_t bm, std::uint32_t bn, std::uint32_t bk,
+                   const Tensor& a, const Tensor& b, const Tensor& c) {
+    const std::size_t blocks = ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn);
+    std::size_t slices = g.k == 0 ? 1 : std::min(split_slices(g, blocks), g.k);
+    std::size_t k_split = 0;
+    if (slices > 1) {
+        k_split = ((g.k + slices - 1) / slices + bk - 1) / bk * bk;
+        slices = (g.k + k_split - 1) / k_split;
+    }
+    const std::size_t partial_elements = slices * g.m * g.n;
+    if (slices <= 1 || partial_elements >= (std::size_t{1} << 32) ||
+        partial_elements * sizeof(float) > gpu.max_binding_bytes()) {
+        gpu.dispatch(gpu.pipeline(shader_prefix + shader_suffix(c.dtype()), constants), {a, b, c}, push,
+                     {u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm), u32(std::min<std::size_t>(g.batch, 65535))});
+        return;
+    }
+    const Tensor partials = gpu.scratch({slices, g.m, g.n}, DType::f32);
+    MatmulPush slice_push = push;
+    slice_push.batch = u32(slices);
+    slice_push.stride_a = slice_push.stride_b = 0;
+    slice_push.stride_c = u32(g.m * g.n);
+    slice_push.alpha = 1;
+    slice_push.beta = 0;
+    slice_push.k_split = u32(k_split);
+    gpu.dispatch(gpu.pipeline(shader_prefix + "f32", constants), {a, b, partials}, slice_push,
+                 {u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm), u32(slices)});
+    const struct {
+        std::uint32_t mn, slices;
+        float alpha, beta;
+    } sum_push{u32(g.m * g.n), u32(slices), push.alpha, push.beta};
+    gpu.dispatch(gpu.pipeline(std::string("matmul_split_sum_") + shader_suffix(c.dtype())), {partials, c}, sum_push,
+                 {GpuBackend::groups_for(g.m * g.n, 256, 4096), 1, 1});
 }
 
 }  // namespace
@@ -91,14 +145,13 @@ void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
                     u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
                     static_cast<float>(options.beta),
                     f32 && lda % 4 == 0 && g.stride_a % 4 == 0 ? 1u : 0u,
-                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u};
-    const Groups groups{u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm),
-                        u32(std::min<std::size_t>(g.batch, 65535))};
-    if (groups[0] > 65535 || groups[1] > 65535) throw Unsupported("matmul: " + c.describe() + " is too large");
-    const std::string shader = std::string("matmul_") + shader_suffix(a.dtype()) + "_" + shader_suffix(c.dtype());
+                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u, 0};
+    if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535)
+        throw Unsupported("matmul: " + c.describe() + " is too large");
+    const std::string prefix = std::string("matmul_") + shader_suffix(a.dtype()) + "_";
     const std::array<std::uint32_t, 6> constants{bm, bn, bk, options.transpose_a ? 1u : 0u,
                                                  options.transpose_b ? 1u : 0u, threads};
-    dispatch(pipeline(shader, constants), {a, b, c}, push, groups);
+    record_matmul(*this, prefix, constants, push, g, bm, bn, bk, a, b, c);
 }
 
 bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
@@ -129,14 +182,11 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
                     u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
                     static_cast<float>(options.beta),
                     lda % 8 == 0 && g.stride_a % 8 == 0 ? 1u : 0u,
-                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u};
-    const Groups groups{u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm),
-                        u32(std::min<std::size_t>(g.batch, 65535))};
-    if (groups[0] > 65535 || groups[1] > 65535) return false;
-    const std::string shader = std::string("matmul_coopmat_f16_") + shader_suffix(c.dtype());
+                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u, 0};
+    if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535) return false;
     const std::array<std::uint32_t, 10> constants{bm,      bn, bk, options.transpose_a ? 1u : 0u,
                                                   options.transpose_b ? 1u : 0u, warps_m, mm, nn, kk, threads};
-    dispatch(pipeline(shader, constants), {a, b, c}, push, groups);
+    record_matmul(*this, "matmul_coopmat_f16_", constants, push, g, bm, bn, bk, a, b, c);
     return true;
 }
 

@@ -162,6 +162,17 @@ TEST_CASE("gpu matmul f16 on every layout, aligned and not (the tensor-core kern
     run_case({3, 16, 24, 40, true, false, false, true, 1, 0}, DType::f16, DType::bf16);     // batch, shared B
 }
 
+TEST_CASE("gpu matmul split-K: a small C with a long K, and forced slices") {
+    run_case({1, 9, 10, 3000, false, false, false, false, 1, 0}, DType::f32, DType::f32);
+    run_case({1, 9, 10, 3000, false, false, true, true, 0.5, 1}, DType::f32, DType::f32);
+    if (gpu().supports(DType::f16)) run_case({1, 17, 8, 2500, false, false, true, false, 1, 1}, DType::f16, DType::f16);
+    setenv("TAPEVM_NN_MATMUL_SPLIT", "3", 1);
+    run_case({1, 12, 20, 100, false, false, false, true, 2, 0.5}, DType::f32, DType::bf16);
+    const Case c{1, 7, 9, 70, false, false, false, false, 1, 0};
+    CHECK(run_case(c, DType::f32, DType::f32) == run_case(c, DType::f32, DType::f32));
+    unsetenv("TAPEVM_NN_MATMUL_SPLIT");
+}
+
 TEST_CASE("gpu matmul is deterministic") {
     const Case c{1, 70, 50, 90, false, false, false, true, 1, 0};
     CHECK(run_case(c, DType::f32, DType::f32) == run_case(c, DType::f32, DType::f32));

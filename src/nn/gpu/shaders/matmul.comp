@@ -37,6 +37,7 @@ layout(push_constant) uniform Push {
     uint stride_a, stride_b, stride_c;
     float alpha, beta;
     uint vec_a, vec_b;  // 1: 4-wide loads are aligned (leading dimension and stride multiples of 4)
+    uint k_split;       // split-K (matmul.cpp): workgroup z sums k in [z k_split, (z+1) k_split); 0: none
 } pc;
 
 const uint QA = BM * BK / (4 * THREADS);  // quads of A each thread loads per tile
@@ -77,58 +78,61 @@ void main() {
     const uint tx = tid % (BN / 8), ty = tid / (BN / 8);
     const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     const uint M = pc.M, N = pc.N, K = pc.K;
-    const uint tiles = (K + BK - 1) / BK;
 
     for (uint z = gl_WorkGroupID.z; z < pc.batch; z += gl_NumWorkGroups.z) {
         const uint a_base = z * pc.stride_a, b_base = z * pc.stride_b, c_base = z * pc.stride_c;
+        // Split-K: this workgroup's slice of K (C is then the f32 partials [slice][M][N]).
+        const uint k_begin = pc.k_split != 0u ? z * pc.k_split : 0u;
+        const uint k_end = pc.k_split != 0u ? min(K, k_begin + pc.k_split) : K;
+        const uint tiles = (k_end - k_begin + BK - 1) / BK;
         vec4 acc[8][2];
         for (uint i = 0; i < 8; ++i) acc[i][0] = acc[i][1] = vec4(0.0);
         vec4 ra[QA];
         vec4 rb[QB];
 
         // Tile t's quads into registers.
-#define LOAD_TILES(t)                                                                          \
-        for (uint q = 0; q < QA; ++q) {                                                        \
-            const uint quad = tid + q * THREADS;                                               \
-            if (!TRANS_A) {                                                                    \
-                const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
-                ra[q] = load_a_quad(a_base, m0 + m, (t) * BK + k, M, K, K);                    \
-            } else {                                                                           \
-                const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                     \
-                ra[q] = load_a_quad(a_base, (t) * BK + k, m0 + m, K, M, M);                    \
-            }                                                                                  \
-        }                                                                                      \
-        for (uint q = 0; q < QB; ++q) {                                                        \
-            const uint quad = tid + q * THREADS;                                               \
-            if (!TRANS_B) {                                                                    \
-                const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                     \
-                rb[q] = load_b_quad(b_base, (t) * BK + k, n0 + n, K, N, N);                    \
-            } else {                                                                           \
-                const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
-                rb[q] = load_b_quad(b_base, n0 + n, (t) * BK + k, N, K, K);                    \
-            }                                                                                  \
+#define LOAD_TILES(t)                                                                           \
+        for (uint q = 0; q < QA; ++q) {                                                         \
+            const uint quad = tid + q * THREADS;                                                \
+            if (!TRANS_A) {                                                                     \
+                const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                      \
+                ra[q] = load_a_quad(a_base, m0 + m, k_begin + (t) * BK + k, M, k_end, K);       \
+            } else {                                                                            \
+                const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                      \
+                ra[q] = load_a_quad(a_base, k_begin + (t) * BK + k, m0 + m, k_end, M, M);       \
+            }                                                                                   \
+        }                                                                                       \
+        for (uint q = 0; q < QB; ++q) {                                                         \
+            const uint quad = tid + q * THREADS;                                                \
+            if (!TRANS_B) {                                                                     \
+                const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                      \
+                rb[q] = load_b_quad(b_base, k_begin + (t) * BK + k, n0 + n, k_end, N, N);       \
+            } else {                                                                            \
+                const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                      \
+                rb[q] = load_b_quad(b_base, n0 + n, k_begin + (t) * BK + k, N, k_end, K);       \
+            }                                                                                   \
         }
         // Registers into shared memory, k-major.
-#define STORE_TILES()                                                                          \
-        for (uint q = 0; q < QA; ++q) {                                                        \
-            const uint quad = tid + q * THREADS;                                               \
-            if (!TRANS_A) {                                                                    \
-                const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
-                for (uint e = 0; e < 4; ++e) As[((k + e) * BM + m) / 4][m % 4] = ra[q][e];     \
-            } else {                                                                           \
-                const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                     \
-                As[(k * BM + m) / 4] = ra[q];                                                  \
-            }                                                                                  \
-        }                                                                                      \
-        for (uint q = 0; q < QB; ++q) {                                                        \
-            const uint quad = tid + q * THREADS;                                               \
-            if (!TRANS_B) {                                                                    \
-                const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                     \
-                Bs[(k * BN + n) / 4] = rb[q];                                                  \
-            } else {                                                                           \
-                const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                     \
-                for (uint e = 0; e < 4; ++e) Bs[((k + e) * BN + n) / 4][n % 4] = rb[q][e];     \
-            }                                                                                  \
+#define STORE_TILES()                                                                           \
+        for (uint q = 0; q < QA; ++q) {                                                         \
+            const uint quad = tid + q * THREADS;                                                \
+            if (!TRANS_A) {                                                                     \
+                const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                      \
+                for (uint e = 0; e < 4; ++e) As[((k + e) * BM + m) / 4][m % 4] = ra[q][e];      \
+            } else {                                                                            \
+                const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                      \
+                As[(k * BM + m) / 4] = ra[q];                                                   \
+            }                                                                                   \
+        }                                                                                       \
+        for (uint q = 0; q < QB; ++q) {                                                         \
+            const uint quad = tid + q * THREADS;                                                \
+            if (!TRANS_B) {                                                                     \
+                const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                      \
+                Bs[(k * BN + n) / 4] = rb[q];                                                   \
+            } else {                                                                            \
+                const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                      \
+                for (uint e = 0; e < 4; ++e) Bs[((k + e) * BN + n) / 4][n % 4] = rb[q][e];      \
+            }                                                                                   \
         }
 
         if (tiles > 0) {

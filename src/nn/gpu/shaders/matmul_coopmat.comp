@@ -46,6 +46,7 @@ layout(push_constant) uniform Push {
     uint stride_a, stride_b, stride_c;
     float alpha, beta;
     uint vec_a, vec_b;  // 1: 8-wide loads are aligned (leading dimension and stride multiples of 8)
+    uint k_split;       // split-K (matmul.cpp): workgroup z sums k in [z k_split, (z+1) k_split); 0: none
 } pc;
 
 // Tiles in their stored layout: A [BM][BK] (TRANS_A: [BK][BM]), B [BK][BN] (TRANS_B: [BN][BK]),
@@ -77,10 +78,13 @@ void main() {
     const uint wm = warp % WARPS_M, wn = warp / WARPS_M;
     const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     const uint M = pc.M, N = pc.N, K = pc.K;
-    const uint tiles = (K + BK - 1) / BK;
 
     for (uint z = gl_WorkGroupID.z; z < pc.batch; z += gl_NumWorkGroups.z) {
         const uint a_base = z * pc.stride_a, b_base = z * pc.stride_b, c_base = z * pc.stride_c;
+        // Split-K: this workgroup's slice of K (C is then the f32 partials [slice][M][N]).
+        const uint k_begin = pc.k_split != 0u ? z * pc.k_split : 0u;
+        const uint k_end = pc.k_split != 0u ? min(K, k_begin + pc.k_split) : K;
+        const uint tiles = (k_end - k_begin + BK - 1) / BK;
         fcoopmatNV<32, gl_ScopeSubgroup, MM, NN> acc[TILES_M][TILES_N];
         for (uint i = 0; i < TILES_M; ++i)
             for (uint j = 0; j < TILES_N; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, MM, NN>(0.0);
@@ -88,29 +92,29 @@ void main() {
         // Tile t's uvec4s into registers (the next tile loads while the current one multiplies).
         uvec4 ra[VA];
         uvec4 rb[VB];
-#define LOAD_TILES(t)                                                                          \
-        for (uint q = 0; q < VA; ++q) {                                                        \
-            const uint v = tid + q * THREADS;                                                  \
-            if (!TRANS_A) {                                                                    \
-                const uint m = v / (BK / 8), k = (v % (BK / 8)) * 8;                           \
-                ra[q] = load8_a(a_base, m0 + m, (t) * BK + k, M, K, K);                        \
-            } else {                                                                           \
-                const uint k = v / (BM / 8), m = (v % (BM / 8)) * 8;                           \
-                ra[q] = load8_a(a_base, (t) * BK + k, m0 + m, K, M, M);                        \
-            }                                                                                  \
-        }                                                                                      \
-        for (uint q = 0; q < VB; ++q) {                                                        \
-            const uint v = tid + q * THREADS;                                                  \
-            if (!TRANS_B) {                                                                    \
-                const uint k = v / (BN / 8), n = (v % (BN / 8)) * 8;                           \
-                rb[q] = load8_b(b_base, (t) * BK + k, n0 + n, K, N, N);                        \
-            } else {                                                                           \
-                const uint n = v / (BK / 8), k = (v % (BK / 8)) * 8;                           \
-                rb[q] = load8_b(b_base, n0 + n, (t) * BK + k, N, K, K);                        \
-            }                                                                                  \
+#define LOAD_TILES(t)                                                                           \
+        for (uint q = 0; q < VA; ++q) {                                                         \
+            const uint v = tid + q * THREADS;                                                   \
+            if (!TRANS_A) {                                                                     \
+                const uint m = v / (BK / 8), k = (v % (BK / 8)) * 8;                            \
+                ra[q] = load8_a(a_base, m0 + m, k_begin + (t) * BK + k, M, k_end, K);           \
+            } else {                                                                            \
+                const uint k = v / (BM / 8), m = (v % (BM / 8)) * 8;                            \
+                ra[q] = load8_a(a_base, k_begin + (t) * BK + k, m0 + m, k_end, M, M);           \
+            }                                                                                   \
+        }                                                                                       \
+        for (uint q = 0; q < VB; ++q) {                                                         \
+            const uint v = tid + q * THREADS;                                                   \
+            if (!TRANS_B) {                                                                     \
+                const uint k = v / (BN / 8), n = (v % (BN / 8)) * 8;                            \
+                rb[q] = load8_b(b_base, k_begin + (t) * BK + k, n0 + n, k_end, N, N);           \
+            } else {                                                                            \
+                const uint n = v / (BK / 8), k = (v % (BK / 8)) * 8;                            \
+                rb[q] = load8_b(b_base, n0 + n, k_begin + (t) * BK + k, N, k_end, K);           \
+            }                                                                                   \
         }
-#define STORE_TILES()                                                                          \
-        for (uint q = 0; q < VA; ++q) As[tid + q * THREADS] = ra[q];                           \
+#define STORE_TILES()                                                                           \
+        for (uint q = 0; q < VA; ++q) As[tid + q * THREADS] = ra[q];                            \
         for (uint q = 0; q < VB; ++q) Bs[tid + q * THREADS] = rb[q];
 
         if (tiles > 0) {
