@@ -12,22 +12,6 @@ namespace {
 
 constexpr std::size_t block_rows = 32;
 
-// Sum of (x[i] - mean)^2.
-float squared_deviation(const float* x, float mean, std::size_t n) {
-    const FloatBatch m(mean);
-    FloatBatch a(0.f), b(0.f);
-    std::size_t i = 0;
-    for (; i + 2 * float_lanes <= n; i += 2 * float_lanes) {
-        const FloatBatch d0 = xsimd::load_unaligned(x + i) - m;
-        const FloatBatch d1 = xsimd::load_unaligned(x + i + float_lanes) - m;
-        a += d0 * d0;
-        b += d1 * d1;
-    }
-    float sum = xsimd::hadd(a + b);
-    for (; i < n; ++i) sum += (x[i] - mean) * (x[i] - mean);
-    return sum;
-}
-
 // target[c] += sum over blocks b, in order, of partials[b * n + c].
 void add_partials(const CpuBackend& backend, const std::vector<float>& partials, std::size_t blocks, std::size_t n,
                   float* target) {
@@ -38,19 +22,6 @@ void add_partials(const CpuBackend& backend, const std::vector<float>& partials,
             target[c] += sum;
         }
     });
-}
-
-// y = (x - mean) * rstd * gamma (+ beta) for one row.
-void normalize_row(const float* x, float mean, float rstd, const float* gamma, const float* beta, float* y,
-                   std::size_t n) {
-    const FloatBatch m(mean), s(rstd);
-    std::size_t i = 0;
-    for (; i + float_lanes <= n; i += float_lanes) {
-        FloatBatch v = (xsimd::load_unaligned(x + i) - m) * s * xsimd::load_unaligned(gamma + i);
-        if (beta != nullptr) v += xsimd::load_unaligned(beta + i);
-        v.store_unaligned(y + i);
-    }
-    for (; i < n; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + (beta != nullptr ? beta[i] : 0.f);
 }
 
 }  // namespace
@@ -72,11 +43,11 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
         for (std::size_t r = begin; r < end; ++r) {
             const float* xr = xs.data() + r * n;
             const float mu = row_sum(xr, n) / static_cast<float>(n);
-            const float variance = squared_deviation(xr, mu, n) / static_cast<float>(n);
+            const float variance = row_functions().squared_deviation(xr, mu, n) / static_cast<float>(n);
             const float s = 1.f / std::sqrt(variance + epsilon);
             if (means) means.data()[r] = mu;
             if (rstds) rstds.data()[r] = s;
-            normalize_row(xr, mu, s, gs.data(), bs ? bs.data() : nullptr, out + r * n, n);
+            row_functions().normalize(xr, mu, s, gs.data(), bs ? bs.data() : nullptr, out + r * n, n);
         }
     });
     if (in_place) {
@@ -146,7 +117,7 @@ void CpuBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y,
             const float* xr = xs.data() + r * n;
             const float s = 1.f / std::sqrt(row_dot(xr, xr, n) / static_cast<float>(n) + epsilon);
             if (rstds) rstds.data()[r] = s;
-            normalize_row(xr, 0.f, s, gs.data(), nullptr, out + r * n, n);
+            row_functions().normalize(xr, 0.f, s, gs.data(), nullptr, out + r * n, n);
         }
     });
     if (in_place) {

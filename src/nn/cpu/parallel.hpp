@@ -1,5 +1,5 @@
 // Helpers the cpu kernels share: parallel loops over fixed blocks, f32 views of tensors of any
-// float dtype, and xsimd row primitives.
+// float dtype, and the row primitives (xsimd, per instruction set).
 #pragma once
 
 #include <algorithm>
@@ -8,9 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include <xsimd/xsimd.hpp>
-
 #include "cpu/backend.hpp"
+#include "cpu/row_functions.hpp"
 
 namespace tapevm::nn::detail {
 
@@ -82,22 +81,15 @@ private:
     float* data_ = nullptr;
 };
 
-// ---- xsimd row primitives (the build's default instruction set) ---------------------------
+// ---- row primitives (row_functions.hpp: per instruction set, chosen at run time) -----------
 
-using FloatBatch = xsimd::batch<float>;
-inline constexpr std::size_t float_lanes = FloatBatch::size;
-
-/// Largest value of x[0..n) (-inf for n = 0).
-float row_max(const float* x, std::size_t n);
-/// Sum of x[0..n), lanes then a fixed pairwise fold (deterministic).
-float row_sum(const float* x, std::size_t n);
-/// Sum of x[i] * y[i].
-float row_dot(const float* x, const float* y, std::size_t n);
-/// y[i] = exp(x[i] - shift); returns the sum of the y[i].
-float row_exp_shifted(const float* x, float shift, float* y, std::size_t n);
-/// y[i] *= factor.
-void row_scale(float* y, float factor, std::size_t n);
-/// y[i] += a * x[i].
-void row_axpy(float a, const float* x, float* y, std::size_t n);
+inline float row_max(const float* x, std::size_t n) { return row_functions().max(x, n); }
+inline float row_sum(const float* x, std::size_t n) { return row_functions().sum(x, n); }
+inline float row_dot(const float* x, const float* y, std::size_t n) { return row_functions().dot(x, y, n); }
+inline float row_exp_shifted(const float* x, float shift, float* y, std::size_t n) {
+    return row_functions().exp_shifted(x, shift, y, n);
+}
+inline void row_scale(float* y, float factor, std::size_t n) { row_functions().scale(y, factor, n); }
+inline void row_axpy(float a, const float* x, float* y, std::size_t n) { row_functions().axpy(a, x, y, n); }
 
 }  // namespace tapevm::nn::detail

@@ -58,15 +58,7 @@ void CpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, const Tenso
             const float* yr = ys.data() + r * n;
             const float* dyr = dys.data() + r * n;
             float* dxr = dxs.data() + r * n;
-            const float d = row_dot(dyr, yr, n);
-            const FloatBatch dot(d);
-            std::size_t i = 0;
-            for (; i + float_lanes <= n; i += float_lanes) {
-                const FloatBatch yv = xsimd::load_unaligned(yr + i);
-                const FloatBatch g = xsimd::load_unaligned(dyr + i) - dot;
-                (xsimd::load_unaligned(dxr + i) + yv * g).store_unaligned(dxr + i);
-            }
-            for (; i < n; ++i) dxr[i] += yr[i] * (dyr[i] - d);
+            row_functions().softmax_backward(yr, dyr, row_dot(dyr, yr, n), dxr, n);
         }
     });
     dxs.store();
