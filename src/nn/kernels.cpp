@@ -192,11 +192,11 @@ void copy(const Tensor& src, const Tensor& dst) {
 
 namespace {
 
-/// A matmul operand: `expected` per batch, with c's batch axis in front when it has one of
-/// its own (batch 0: c has none).
-void check_matmul_operand(const Call& call, const char* argument, const Tensor& t, std::size_t batch, Shape expected,
+/// A matmul operand: `expected` per batch, with c's batch axis in front when both c and the
+/// operand have one (else the operand is shared by every batch).
+void check_matmul_operand(const Call& call, const char* argument, const Tensor& t, const Tensor& c, Shape expected,
                           const char* layout) {
-    if (batch != 0 && t.rank() == 3) expected.insert(expected.begin(), batch);
+    if (c.rank() == 3 && t.rank() == 3) expected.insert(expected.begin(), c.shape()[0]);
     if (t.shape() != expected) call.fail_shape(argument, shape_string(expected) + layout, t.shape(), element_count(expected));
 }
 
@@ -215,16 +215,15 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, MatmulOptions opt
     check_finite(call, "alpha", options.alpha);
     check_finite(call, "beta", options.beta);
     if (c.rank() != 2 && c.rank() != 3) call.fail_shape("c", "[M, N] or [batch, M, N]", c.shape(), c.size());
-    const std::size_t batch = c.rank() == 3 ? c.shape()[0] : 0;  // 0: not batched
     const std::size_t m = c.dim(-2);
     const std::size_t n = c.dim(-1);
     // a is [M][K] (transpose_a: [K][M]) and gives K; b is [K][N] (transpose_b: [N][K]). Each
     // has c's batch axis too, or none (shared by every batch).
     if (a.rank() < 2) call.fail_shape("a", options.transpose_a ? "[K, M]" : "[M, K]", a.shape(), a.size());
     const std::size_t k = options.transpose_a ? a.dim(-2) : a.dim(-1);
-    check_matmul_operand(call, "a", a, batch, options.transpose_a ? Shape{k, m} : Shape{m, k},
+    check_matmul_operand(call, "a", a, c, options.transpose_a ? Shape{k, m} : Shape{m, k},
                          options.transpose_a ? " ([K, M]: transpose_a)" : " ([M, K])");
-    check_matmul_operand(call, "b", b, batch, options.transpose_b ? Shape{n, k} : Shape{k, n},
+    check_matmul_operand(call, "b", b, c, options.transpose_b ? Shape{n, k} : Shape{k, n},
                          options.transpose_b ? " ([N, K]: transpose_b)" : " ([K, N])");
     if (c.size() == 0) return;
     if (k == 0 || options.alpha == 0) {

@@ -457,6 +457,9 @@ TEST_CASE("front end: matmul shapes, transposes, batches, aliasing") {
     matmul(f64(device, {5, 2, 3}), b, cb);
     matmul(a, f64(device, {5, 3, 4}), cb);
     check_error<ShapeError>([&] { matmul(f64(device, {4, 2, 3}), b, cb); }, "matmul: a: expected shape [5, 2, 3]");
+    matmul(f64(device, {0, 2, 3}), f64(device, {0, 3, 4}), f64(device, {0, 2, 4}));  // no batches: nothing to do
+    check_error<ShapeError>([&] { matmul(f64(device, {1, 2, 3}), b, f64(device, {0, 2, 4})); },
+                            "matmul: a: expected shape [0, 2, 3]");
     check_error<ShapeError>([&] { matmul(a, f64(device, {5, 4, 4}), cb); }, "matmul: b: expected shape [5, 3, 4]");
     const Tensor square = f64(device, {3, 3});
     check_error<Error>([&] { matmul(square, f64(device, {3, 3}), square); }, "matmul: c: shares memory with a");
