@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -305,6 +306,49 @@ inline void deterministic(const Device& device) {
     const auto a = backward_bits(device, DType::f32);
     const auto b = backward_bits(device, DType::f32);
     for (std::size_t i = 0; i < a.size(); ++i) CHECK_MESSAGE(same_bits(a[i], b[i]), "input_grads[" << i << "]");
+}
+
+/// f16/bf16 loads and stores: y = a * b over f16 (bf16) tensors equals the host's
+/// float_to_half(half_to_float(a) * half_to_float(b)) bit for bit (the product in f32 is
+/// correctly rounded, then rounded to nearest even on store), edge cases included: ties,
+/// subnormals, overflow to infinity, infinities, NaN, -0.
+inline void conversions(const Device& device) {
+    const tapevm::Tape product = tapevm::record(2, [](std::span<const Var> x) { return x[0] * x[1]; });
+    std::vector<float> a{0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 60000.0f, 1e-7f, 6.1e-5f, 3.14159265f, 1.0009765625f,
+                         std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+    for (int i = 0; i < 52; ++i) a.push_back(static_cast<float>(std::ldexp(1.0 + i / 64.0, 3 * (i % 12) - 24)));
+    const float factors[] = {1.0f, 0.5f, 1.5f, 3.0f, 1.0009765625f, 0.33325195f, 1.99902344f, -1.00195312f};
+    std::vector<float> b;
+    for (std::size_t i = 0; i < a.size(); ++i) b.push_back(factors[i % 8]);
+    const Shape shape{a.size()};
+    for (const DType dtype : {DType::f16, DType::bf16}) {
+        if (!device.supports(dtype)) continue;
+        CAPTURE(tapevm::nn::dtype_name(dtype));
+        const auto to_bits = [&](float v) {
+            return dtype == DType::f16 ? tapevm::nn::float_to_half(v) : tapevm::nn::float_to_bfloat(v);
+        };
+        const auto from_bits = [&](std::uint16_t h) {
+            return dtype == DType::f16 ? tapevm::nn::half_to_float(h) : tapevm::nn::bfloat_to_float(h);
+        };
+        const Tensor inputs[2] = {device.upload(shape, std::span<const float>(a), dtype),
+                                  device.upload(shape, std::span<const float>(b), dtype)};
+        const Tensor y = device.zeros(shape, dtype);
+        tapevm::nn::elementwise(product, inputs, std::span<const Tensor>(&y, 1));
+        const std::vector<std::byte> bytes = y.to_bytes();
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            std::uint16_t got;
+            std::memcpy(&got, bytes.data() + 2 * i, 2);
+            const std::uint16_t want = to_bits(from_bits(to_bits(a[i])) * from_bits(to_bits(b[i])));
+            const bool both_nan = std::isnan(from_bits(got)) && std::isnan(from_bits(want));
+            if (got != want && !both_nan) {
+                ++bad;
+                MESSAGE("element " << i << " (" << a[i] << " * " << b[i] << "): got 0x" << std::hex << got
+                                   << ", want 0x" << want);
+            }
+        }
+        CHECK(bad == 0);
+    }
 }
 
 /// Bad input gets typed errors naming the kernel and the argument.

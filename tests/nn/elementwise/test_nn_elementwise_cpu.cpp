@@ -42,5 +42,7 @@ TEST_SUITE("nn_elementwise_cpu") {
         for (std::size_t i = 0; i < one.size(); ++i) CHECK_MESSAGE(same_bits(one[i], two[i]), "input_grads[" << i << "]");
     }
 
+    TEST_CASE("f16 and bf16 stores and loads: the host's conversions, bit for bit") { conversions(cpu()); }
+
     TEST_CASE("bad input: typed errors naming the kernel and the argument") { bad_input(cpu()); }
 }

@@ -33,5 +33,7 @@ TEST_SUITE("nn_elementwise_gpu") {
 
     TEST_CASE("deterministic: twice the same bits") { deterministic(gpu()); }
 
+    TEST_CASE("f16 and bf16 stores and loads: the host's conversions, bit for bit") { conversions(gpu()); }
+
     TEST_CASE("bad input: typed errors naming the kernel and the argument") { bad_input(gpu()); }
 }
