@@ -52,7 +52,7 @@ public:
     virtual std::string name() const = 0;
     virtual bool supports(DType dtype) const = 0;
     /// True when `kernel` runs here on float tensors of `dtype` (i32 arguments aside).
-    virtual bool supports_kernel(KernelId kernel, DType dtype) const { return supports(dtype); }
+    virtual bool supports_kernel(KernelId /*kernel*/, DType dtype) const { return supports(dtype); }
     virtual bool has_cooperative_matrix() const { return false; }
 
     // Memory. allocate() may throw OutOfMemory (the device stays usable). write() and read()
