@@ -9,7 +9,8 @@
 // (its own worker pool, the backend's thread count). Backward: full-shape input gradients
 // accumulate in place (dx += ...); a broadcast input's gradient goes through an f32 buffer of
 // the call's shape, reduced over the broadcast axes in a fixed order (the same bits whatever
-// the thread count), then added.
+// the thread count), then added. Guards of tapes recorded through C++ branches are not checked
+// (elements follow the recorded branch, as on the reference device).
 #pragma once
 
 #include <span>

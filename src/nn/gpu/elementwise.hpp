@@ -1,16 +1,20 @@
-// Elementwise tapes on the gpu device: Backend::elementwise and elementwise_backward of the
-// gpu backend call these (kernels.hpp states the contracts; the front end, kernels.cpp, has
-// checked counts, shapes, dtypes and the device).
+// Elementwise tapes on the gpu device: GpuBackend::elementwise and elementwise_backward call
+// these (kernels.hpp states the contracts; the front end, kernels.cpp, has checked counts,
+// shapes, dtypes and the device).
 //
-// The tape becomes one GLSL kernel through the tape compiler's code generator
+// The tape becomes one GLSL kernel around the tape compiler's code generator
 // (vm_gpu/codegen.hpp: generate_body, values in registers), with one storage buffer per
-// tensor, the broadcast index maps (scalar, row [N], column [..., 1]) and f16/bf16 storage
-// packed in 32-bit words (each invocation owns two consecutive elements, so no two
-// invocations write one word). glslang compiles it at run time; pipelines are cached by
-// (tape, dtypes, broadcast kinds, mode). Backward: full-shape input gradients accumulate in
-// place; a broadcast input's gradient goes through an f32 buffer of the call's shape, reduced
-// over the broadcast axes by a fixed-order reduction kernel, then added (deterministic, no
-// atomics). Everything is recorded into the backend's stream.
+// tensor (float, or uint16_t for f16/bf16 through 16-bit storage, converted with
+// nn_dtype.glsl: f32 arithmetic, round to nearest even on store), the broadcast index maps
+// (scalar, row [N], column [..., 1]) and the parameters in push constants (at most 28), one
+// invocation per element. glslang compiles it at run time; pipelines are cached by (tape,
+// dtypes, broadcast kinds, mode). Backward: full-shape input gradients are added to in place;
+// a broadcast input's gradient goes through an f32 scratch buffer of the call's shape, summed
+// over the broadcast axes by the backend's reduce_sum (a fixed order: deterministic, no
+// atomics), then added. Everything is recorded into the backend's stream. At most 15 tensors
+// per call (the backend's bindings), fewer than 2^32 elements. Guards of tapes recorded
+// through C++ branches are not checked (elements follow the recorded branch, as on the
+// reference device).
 #pragma once
 
 #include <span>
