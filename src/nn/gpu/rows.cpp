@@ -29,11 +29,15 @@ std::uint32_t to_u32(std::size_t value, const char* kernel) {
     return static_cast<std::uint32_t>(value);
 }
 
-/// Invocations per row: about four elements each, a power of two up to the workgroup. A
-/// function of the row length only, so a row's reduction order is fixed.
-std::uint32_t team_for(std::size_t n) {
-    const std::size_t wanted = std::max<std::size_t>(1, n / 4);
-    return static_cast<std::uint32_t>(std::min(row_group_size, std::bit_ceil(wanted)));
+/// Subgroups per row ("team", shaders/softmax_team.glsl): enough for at most about 16
+/// elements per invocation, a power of two up to the whole workgroup. A function of the row
+/// length and the device's subgroup size only, so a row's reduction order is fixed.
+std::uint32_t team_for(std::size_t n, std::uint32_t subgroup_size) {
+    const std::size_t lanes = std::max<std::uint32_t>(1, subgroup_size);
+    const std::size_t subgroups_per_group = std::max<std::size_t>(1, row_group_size / lanes);
+    const std::size_t wanted = (n + 16 * lanes - 1) / (16 * lanes);
+    return static_cast<std::uint32_t>(
+        std::min(subgroups_per_group, std::bit_ceil(std::max<std::size_t>(1, wanted))));
 }
 
 std::string variant(const char* shader, const Tensor& t) {
@@ -67,8 +71,11 @@ static_assert(sizeof(RowPush) == 12 && sizeof(NormPush) == 20 && sizeof(NormBack
 // Flag bits shared with shaders/norm*.comp and cross_entropy.comp.
 constexpr std::uint32_t norm_has_beta = 1, norm_rms = 2, ce_write_grad = 1;
 
-Groups row_groups(std::size_t rows, std::uint32_t team) {
-    return {GpuBackend::groups_for(rows, row_group_size / team), 1, 1};
+/// Workgroups for `rows` rows at teams of `team` subgroups (the shaders loop over the rest).
+Groups row_groups(const GpuBackend& gpu, std::size_t rows, std::uint32_t team) {
+    const std::size_t subgroups_per_group =
+        std::max<std::size_t>(1, row_group_size / std::max<std::uint32_t>(1, gpu.subgroup_size()));
+    return {GpuBackend::groups_for(rows, std::max<std::size_t>(1, subgroups_per_group / team)), 1, 1};
 }
 
 /// dgamma (+= sum over rows of dy * xhat) and dbeta (+= sum of dy) in two passes.
@@ -95,12 +102,12 @@ void norm_forward(GpuBackend& gpu, const Tensor& x, const Tensor& gamma, const T
     const std::size_t n = x.dim(-1);
     const std::size_t rows = n == 0 ? 0 : x.size() / n;
     if (rows == 0) return;
-    const std::uint32_t team = team_for(n);
+    const std::uint32_t team = team_for(n, gpu.subgroup_size());
     const NormPush push{to_u32(rows, kernel), to_u32(n, kernel), team,
                         (beta.defined() ? norm_has_beta : 0u) | (rms ? norm_rms : 0u),
                         static_cast<float>(eps)};
     gpu.dispatch(gpu.pipeline(variant("norm", x)), {x, gamma, beta, y, mean, rstd}, push,
-                 row_groups(rows, team));
+                 row_groups(gpu, rows, team));
 }
 
 void norm_backward(GpuBackend& gpu, const Tensor& dy, const Tensor& x, const Tensor& gamma,
@@ -110,10 +117,10 @@ void norm_backward(GpuBackend& gpu, const Tensor& dy, const Tensor& x, const Ten
     const std::size_t rows = n == 0 ? 0 : x.size() / n;
     if (rows == 0) return;
     if (dx.defined()) {
-        const std::uint32_t team = team_for(n);
+        const std::uint32_t team = team_for(n, gpu.subgroup_size());
         const NormBackwardPush push{to_u32(rows, kernel), to_u32(n, kernel), team, rms ? norm_rms : 0u};
         gpu.dispatch(gpu.pipeline(variant("norm_backward", x)), {dy, x, gamma, mean, rstd, dx}, push,
-                     row_groups(rows, team));
+                     row_groups(gpu, rows, team));
     }
     if (dgamma.defined() || dbeta.defined()) {
         // The reduce pass always adds into dgamma; without one, a scratch target takes it.
@@ -128,18 +135,19 @@ void gpu_softmax(GpuBackend& gpu, const Tensor& x, const Tensor& y) {
     const std::size_t n = x.rank() == 0 ? 1 : x.dim(-1);
     const std::size_t rows = n == 0 ? 0 : x.size() / n;
     if (rows == 0) return;
-    const std::uint32_t team = team_for(n);
+    const std::uint32_t team = team_for(n, gpu.subgroup_size());
     const RowPush push{to_u32(rows, "softmax"), to_u32(n, "softmax"), team};
-    gpu.dispatch(gpu.pipeline(variant("softmax", x)), {x, y}, push, row_groups(rows, team));
+    gpu.dispatch(gpu.pipeline(variant("softmax", x)), {x, y}, push, row_groups(gpu, rows, team));
 }
 
 void gpu_softmax_backward(GpuBackend& gpu, const Tensor& y, const Tensor& dy, const Tensor& dx) {
     const std::size_t n = y.rank() == 0 ? 1 : y.dim(-1);
     const std::size_t rows = n == 0 ? 0 : y.size() / n;
     if (rows == 0) return;
-    const std::uint32_t team = team_for(n);
+    const std::uint32_t team = team_for(n, gpu.subgroup_size());
     const RowPush push{to_u32(rows, "softmax_backward"), to_u32(n, "softmax_backward"), team};
-    gpu.dispatch(gpu.pipeline(variant("softmax_backward", y)), {y, dy, dx}, push, row_groups(rows, team));
+    gpu.dispatch(gpu.pipeline(variant("softmax_backward", y)), {y, dy, dx}, push,
+                 row_groups(gpu, rows, team));
 }
 
 void gpu_layer_norm(GpuBackend& gpu, const Tensor& x, const Tensor& gamma, const Tensor& beta,
@@ -203,7 +211,7 @@ void gpu_cross_entropy(GpuBackend& gpu, const Tensor& logits, const Tensor& targ
     const std::size_t n = logits.dim(-1);
     const std::size_t rows = n == 0 ? 0 : logits.size() / n;
     if (rows == 0) return;
-    const std::uint32_t team = team_for(n);
+    const std::uint32_t team = team_for(n, gpu.subgroup_size());
     const CrossEntropyPush push{to_u32(rows, "cross_entropy"),
                                 to_u32(n, "cross_entropy"),
                                 team,
@@ -211,7 +219,7 @@ void gpu_cross_entropy(GpuBackend& gpu, const Tensor& logits, const Tensor& targ
                                 pad_id,
                                 static_cast<float>(dloss)};
     gpu.dispatch(gpu.pipeline(variant("cross_entropy", logits)), {logits, targets, losses, dlogits}, push,
-                 row_groups(rows, team));
+                 row_groups(gpu, rows, team));
 }
 
 }  // namespace tapevm::nn::detail

@@ -1,6 +1,6 @@
 // The gpu device's row kernels (src/nn/gpu/rows.cpp) against the f64 reference device:
 // softmax, layer_norm, rms_norm (forward and backward), embedding (forward and backward) and
-// the fused cross_entropy, on f32, f16 and bf16 storage, with rows of length 1, 7, 65 and 129.
+// the fused cross_entropy, on f32, f16 and bf16 storage, with rows of length 1, 7, 65, 129 and 3000.
 // Also: -inf entries and rows of only -inf, logits of +-1e4, pad rows, ids and targets out of
 // range (tapevm::Error naming the kernel at the next wait), and determinism (two runs
 // bitwise equal). Shapes are tiny: lavapipe runs them on the CPU.
@@ -22,7 +22,8 @@ using namespace tapevm::nn;
 namespace {
 
 const DType float_dtypes[] = {DType::f32, DType::f16, DType::bf16};
-const std::size_t row_lengths[] = {1, 7, 65, 129};
+// 3000: teams of a whole workgroup (lavapipe: 32 subgroups of 8); 129: of two subgroups.
+const std::size_t row_lengths[] = {1, 7, 65, 129, 3000};
 
 Device& gpu() {
     static Device device = Device::gpu();
@@ -299,7 +300,7 @@ TEST_CASE("cross_entropy matches the reference: pad rows, +-1e4 logits, in place
     const std::size_t rows = 6;
     const std::int32_t pad = -100;
     for (DType dtype : float_dtypes) {
-        for (std::size_t n : {std::size_t{7}, std::size_t{129}}) {
+        for (std::size_t n : {std::size_t{7}, std::size_t{129}, std::size_t{3000}}) {
             std::vector<double> logits = random_values(rows * n, -5, 5, dtype, n);
             logits[0] = 1e4;  // row 0: +-1e4
             logits[1] = -1e4;

@@ -17,7 +17,7 @@ layout(std430, set = 0, binding = 3) buffer Dlogits { NN_T dlogits[]; };
 layout(push_constant) uniform Push {
     uint rows;
     uint n;
-    uint team;
+    uint team;  // subgroups per row (power of two)
     uint flags;  // CE_WRITE_GRAD
     int pad_id;
     float dloss;
@@ -25,14 +25,15 @@ layout(push_constant) uniform Push {
 #define CE_WRITE_GRAD 1u
 
 void main() {
-    uint team = pc.team;
-    uint lane = team_lane(team);
-    uint rows_per_group = ROW_GROUP_SIZE / team;
+    Team tm = make_team(pc.team);
+    uint team = tm.size;
+    uint lane = tm.lane;
+    uint rows_per_group = tm.rows_per_group;
     bool write_grad = (pc.flags & CE_WRITE_GRAD) != 0u;
     for (uint first = gl_WorkGroupID.x * rows_per_group; first < pc.rows;
          first += gl_NumWorkGroups.x * rows_per_group) {
-        uint row = first + team_slot(team);
-        bool live = row < pc.rows;
+        uint row = first + tm.slot;
+        bool live = row < pc.rows && tm.slot < rows_per_group;
         uint base = row * pc.n;
         int target = live ? targets[row] : pc.pad_id;
         bool skip = target == pc.pad_id;
@@ -45,11 +46,11 @@ void main() {
         float m = -1.0 / 0.0;
         if (!skip)
             for (uint j = lane; j < pc.n; j += team) m = max(m, NN_LOAD(logits[base + j]));
-        m = team_max(m, team);
+        m = team_max(m, tm);
         float s = 0.0;
         if (!skip)
             for (uint j = lane; j < pc.n; j += team) s += exp(NN_LOAD(logits[base + j]) - m);
-        s = team_sum(s, team);
+        s = team_sum(s, tm);
         if (live) {
             float lse = m + log(s);
             if (lane == 0u) losses[row] = skip ? 0.0 : lse - target_logit;

@@ -17,7 +17,7 @@ layout(std430, set = 0, binding = 5) writeonly buffer Rstd { float rstd_out[]; }
 layout(push_constant) uniform Push {
     uint rows;
     uint n;
-    uint team;
+    uint team;  // subgroups per row (power of two)
     uint flags;  // NORM_HAS_BETA | NORM_RMS
     float eps;
 } pc;
@@ -25,23 +25,24 @@ layout(push_constant) uniform Push {
 #define NORM_RMS 2u
 
 void main() {
-    uint team = pc.team;
-    uint lane = team_lane(team);
-    uint rows_per_group = ROW_GROUP_SIZE / team;
+    Team tm = make_team(pc.team);
+    uint team = tm.size;
+    uint lane = tm.lane;
+    uint rows_per_group = tm.rows_per_group;
     bool rms = (pc.flags & NORM_RMS) != 0u;
     bool has_beta = (pc.flags & NORM_HAS_BETA) != 0u;
     float inv_n = 1.0 / float(pc.n);
     for (uint first = gl_WorkGroupID.x * rows_per_group; first < pc.rows;
          first += gl_NumWorkGroups.x * rows_per_group) {
-        uint row = first + team_slot(team);
-        bool live = row < pc.rows;
+        uint row = first + tm.slot;
+        bool live = row < pc.rows && tm.slot < rows_per_group;
         uint base = row * pc.n;
         float mean = 0.0;
         if (!rms) {
             float s = 0.0;
             if (live)
                 for (uint j = lane; j < pc.n; j += team) s += NN_LOAD(x[base + j]);
-            mean = team_sum(s, team) * inv_n;
+            mean = team_sum(s, tm) * inv_n;
         }
         float sq = 0.0;
         if (live)
@@ -49,7 +50,7 @@ void main() {
                 float d = NN_LOAD(x[base + j]) - mean;
                 sq += d * d;
             }
-        float rstd = 1.0 / sqrt(team_sum(sq, team) * inv_n + pc.eps);
+        float rstd = 1.0 / sqrt(team_sum(sq, tm) * inv_n + pc.eps);
         if (live) {
             for (uint j = lane; j < pc.n; j += team) {
                 float v = (NN_LOAD(x[base + j]) - mean) * rstd * NN_LOAD(gamma[j]);

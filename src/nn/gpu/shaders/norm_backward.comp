@@ -17,21 +17,22 @@ layout(std430, set = 0, binding = 5) buffer Dx { NN_T dx[]; };
 layout(push_constant) uniform Push {
     uint rows;
     uint n;
-    uint team;
+    uint team;  // subgroups per row (power of two)
     uint flags;  // NORM_RMS
 } pc;
 #define NORM_RMS 2u
 
 void main() {
-    uint team = pc.team;
-    uint lane = team_lane(team);
-    uint rows_per_group = ROW_GROUP_SIZE / team;
+    Team tm = make_team(pc.team);
+    uint team = tm.size;
+    uint lane = tm.lane;
+    uint rows_per_group = tm.rows_per_group;
     bool rms = (pc.flags & NORM_RMS) != 0u;
     float inv_n = 1.0 / float(pc.n);
     for (uint first = gl_WorkGroupID.x * rows_per_group; first < pc.rows;
          first += gl_NumWorkGroups.x * rows_per_group) {
-        uint row = first + team_slot(team);
-        bool live = row < pc.rows;
+        uint row = first + tm.slot;
+        bool live = row < pc.rows && tm.slot < rows_per_group;
         uint base = row * pc.n;
         float mean = (live && !rms) ? mean_in[row] : 0.0;
         float rstd = live ? rstd_in[row] : 0.0;
@@ -43,8 +44,8 @@ void main() {
                 g_sum += g;
                 gx_sum += g * (NN_LOAD(x[base + j]) - mean) * rstd;
             }
-        float g_mean = rms ? 0.0 : team_sum(g_sum, team) * inv_n;
-        float gx_mean = team_sum(gx_sum, team) * inv_n;
+        float g_mean = rms ? 0.0 : team_sum(g_sum, tm) * inv_n;
+        float gx_mean = team_sum(gx_sum, tm) * inv_n;
         if (live)
             for (uint j = lane; j < pc.n; j += team) {
                 float g = NN_LOAD(dy[base + j]) * NN_LOAD(gamma[j]);

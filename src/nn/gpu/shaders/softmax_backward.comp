@@ -11,22 +11,23 @@ layout(std430, set = 0, binding = 2) buffer Dx { NN_T dx[]; };
 layout(push_constant) uniform Push {
     uint rows;
     uint n;
-    uint team;
+    uint team;  // subgroups per row (power of two)
 } pc;
 
 void main() {
-    uint team = pc.team;
-    uint lane = team_lane(team);
-    uint rows_per_group = ROW_GROUP_SIZE / team;
+    Team tm = make_team(pc.team);
+    uint team = tm.size;
+    uint lane = tm.lane;
+    uint rows_per_group = tm.rows_per_group;
     for (uint first = gl_WorkGroupID.x * rows_per_group; first < pc.rows;
          first += gl_NumWorkGroups.x * rows_per_group) {
-        uint row = first + team_slot(team);
-        bool live = row < pc.rows;
+        uint row = first + tm.slot;
+        bool live = row < pc.rows && tm.slot < rows_per_group;
         uint base = row * pc.n;
         float dot_part = 0.0;
         if (live)
             for (uint j = lane; j < pc.n; j += team) dot_part += NN_LOAD(dy[base + j]) * NN_LOAD(y[base + j]);
-        float dot_total = team_sum(dot_part, team);
+        float dot_total = team_sum(dot_part, tm);
         if (live)
             for (uint j = lane; j < pc.n; j += team) {
                 float yj = NN_LOAD(y[base + j]);
