@@ -1,0 +1,105 @@
+#include "tapevm/nn/trainer.hpp"
+
+#include <chrono>
+#include <cmath>
+
+#include "tapevm/error.hpp"
+#include "tapevm/nn/kernels.hpp"
+#include "tapevm/nn/loss.hpp"
+
+namespace tapevm::nn {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+}  // namespace
+
+Tensor LanguageModelObjective::loss(const Batch& batch, double grad_scale) {
+    return model_.loss(batch.inputs, batch.targets, pad_id_, grad_scale);
+}
+
+Tensor RegressionObjective::loss(const Batch& batch, double grad_scale) {
+    LossOutput out = mse_loss(model_.forward(batch.inputs), batch.targets, grad_scale);
+    grad_ = out.grad;
+    return out.loss;
+}
+
+void RegressionObjective::backward() {
+    if (!grad_.defined()) throw Error("RegressionObjective::backward: no loss() before it");
+    model_.backward(grad_);
+    grad_ = Tensor();
+}
+
+Trainer::Trainer(Objective& objective, Optimizer& optimizer, TrainerOptions options)
+    : objective_(objective), optimizer_(optimizer), options_(std::move(options)) {
+    if (options_.accumulation == 0) throw Error("Trainer: accumulation must be at least 1");
+}
+
+StepReport Trainer::train_step(const BatchSource& train) {
+    const Clock::time_point start = Clock::now();
+    StepReport report;
+    report.total_steps = options_.steps;
+    if (options_.schedule) optimizer_.set_lr(options_.schedule->at(step_));
+    report.lr = optimizer_.lr();
+    const double loss_scale = options_.loss_scaler ? options_.loss_scaler->scale() : 1.0;
+    const std::size_t micro = options_.accumulation;
+    objective_.module().train(true);
+    optimizer_.zero_grad();
+    std::vector<Tensor> losses;
+    for (std::size_t m = 0; m < micro; ++m) {
+        const Batch batch = train(static_cast<std::uint64_t>(step_) * micro + m);
+        losses.push_back(objective_.loss(batch, loss_scale / static_cast<double>(micro)));
+        objective_.backward();
+        report.tokens += objective_.count(batch);
+    }
+    double total = 0;
+    for (const Tensor& loss : losses) total += loss.to_double()[0];
+    report.loss = total / static_cast<double>(micro);
+
+    const bool need_norm = options_.clip > 0 || options_.loss_scaler != nullptr;
+    double factor = 1.0 / loss_scale;
+    if (need_norm) {
+        const double norm_squared = grad_norm_squared(optimizer_.parameters());
+        report.grad_norm = std::sqrt(norm_squared) / loss_scale;
+        const bool finite = std::isfinite(norm_squared);
+        if (options_.loss_scaler && !options_.loss_scaler->update(finite)) report.skipped = true;
+        if (options_.clip > 0) factor *= clip_factor(report.grad_norm, options_.clip);
+    }
+    if (!report.skipped) optimizer_.step(factor);
+    ++step_;
+    report.step = step_;
+    report.seconds = seconds_since(start);
+    return report;
+}
+
+double Trainer::evaluate(const BatchSource& source, std::size_t batches) {
+    Module& module = objective_.module();
+    module.train(false);
+    double total = 0;
+    std::vector<Tensor> losses;
+    for (std::size_t i = 0; i < batches; ++i) losses.push_back(objective_.loss(source(i), 0.0));
+    for (const Tensor& loss : losses) total += loss.to_double()[0];
+    module.train(true);
+    return batches == 0 ? 0.0 : total / static_cast<double>(batches);
+}
+
+StepReport Trainer::fit(const BatchSource& train, const BatchSource& validation,
+                        const std::function<void(const StepReport&)>& callback) {
+    if (!train) throw Error("Trainer::fit: no training batches");
+    const Clock::time_point start = Clock::now();
+    StepReport report;
+    while (step_ < options_.steps) {
+        report = train_step(train);
+        const bool last = step_ == options_.steps;
+        if (validation && options_.eval_interval > 0 && (step_ % options_.eval_interval == 0 || last)) {
+            report.validation_loss = evaluate(validation, options_.eval_batches);
+        }
+        report.elapsed = seconds_since(start);
+        if (callback) callback(report);
+    }
+    return report;
+}
+
+}  // namespace tapevm::nn
