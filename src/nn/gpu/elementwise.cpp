@@ -148,9 +148,9 @@ Push push_for(std::size_t elements, std::size_t extent, std::span<const double> 
 
 void check_limits(KernelId kernel, const Tape& tape, std::size_t elements, std::size_t tensors) {
     const std::string name = kernel_name(kernel);
-    if (elements >= (std::size_t{1} << 32))
+    if (elements > (std::size_t{1} << 31))  // e + the grid's stride stays below 2^32
         throw Unsupported(name + ": " + std::to_string(elements) +
-                          " elements (the gpu kernels index with 32 bits)");
+                          " elements; the gpu kernels index with 32 bits, up to 2^31 elements");
     if (tape.param_count() > max_params)
         throw Unsupported(name + ": params: the tape has " + std::to_string(tape.param_count()) +
                           " parameters; the gpu device passes at most " + std::to_string(max_params));

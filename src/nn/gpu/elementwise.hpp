@@ -12,7 +12,7 @@
 // a broadcast input's gradient goes through an f32 scratch buffer of the call's shape, summed
 // over the broadcast axes by the backend's reduce_sum (a fixed order: deterministic, no
 // atomics), then added. Everything is recorded into the backend's stream. At most 15 tensors
-// per call (the backend's bindings), fewer than 2^32 elements. Guards of tapes recorded
+// per call (the backend's bindings), at most 2^31 elements. Guards of tapes recorded
 // through C++ branches are not checked (elements follow the recorded branch, as on the
 // reference device).
 #pragma once
