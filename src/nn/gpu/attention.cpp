@@ -47,6 +47,15 @@ void check_head_dim(std::size_t dim, const char* kernel) {
     }
 }
 
+/// Workgroup counts (Vulkan guarantees 65535 per axis): beyond that, Unsupported.
+Groups checked_groups(std::size_t x, std::size_t y, std::size_t z, const char* kernel) {
+    if (x > 65535 || y > 65535 || z > 65535) {
+        throw Unsupported(std::string(kernel) + ": the shape needs more than 65535 workgroups on one axis (" +
+                          std::to_string(x) + ", " + std::to_string(y) + ", " + std::to_string(z) + ")");
+    }
+    return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), static_cast<std::uint32_t>(z)};
+}
+
 std::string variant(const char* shader, const Tensor& t) {
     return std::string(shader) + "_" + shader_suffix(t.dtype());
 }
@@ -74,8 +83,8 @@ void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v,
                            to_u32(dim, kernel),
                            (causal ? attn_causal : 0u) | (lse.defined() ? attn_write_lse : 0u),
                            static_cast<float>(scale)};
-    const Groups groups{to_u32((q_len * group + forward_rows - 1) / forward_rows, kernel),
-                        to_u32(heads_kv, kernel), to_u32(batch, kernel)};
+    const Groups groups =
+        checked_groups((q_len * group + forward_rows - 1) / forward_rows, heads_kv, batch, kernel);
     gpu.dispatch(gpu.pipeline(variant("attention", q)), {q, k, v, out, lse}, push, groups);
 }
 
@@ -114,14 +123,12 @@ void gpu_attention_backward(GpuBackend& gpu, const Tensor& q, const Tensor& k, c
         kv_push.flags |= (dk.defined() ? attn_write_dk : 0u) | (dv.defined() ? attn_write_dv : 0u);
         gpu.dispatch(gpu.pipeline(variant("attention_backward_kv", q), {other}),
                      {q, k, v, dout, lse, delta, dk, dv}, kv_push,
-                     {to_u32((seq + backward_keys - 1) / backward_keys, kernel), to_u32(heads_kv, kernel),
-                      to_u32(batch, kernel)});
+                     checked_groups((seq + backward_keys - 1) / backward_keys, heads_kv, batch, kernel));
     }
     if (dq.defined()) {
         gpu.dispatch(gpu.pipeline(variant("attention_backward_q", q), {other}),
                      {q, k, v, dout, lse, delta, dq}, push,
-                     {to_u32((seq + backward_queries - 1) / backward_queries, kernel),
-                      to_u32(heads_q, kernel), to_u32(batch, kernel)});
+                     checked_groups((seq + backward_queries - 1) / backward_queries, heads_q, batch, kernel));
     }
 }
 

@@ -92,7 +92,7 @@ void norm_param_grads(GpuBackend& gpu, const Tensor& dy, const Tensor& x, const 
                          static_cast<std::uint32_t>(param_block_rows), to_u32(blocks, kernel),
                          (with_beta ? norm_has_beta : 0u) | (rms ? norm_rms : 0u)};
     gpu.dispatch(gpu.pipeline(variant("norm_param_partial", x)), {dy, x, mean, rstd, partial}, push,
-                 {GpuBackend::groups_for(n, 64), to_u32(blocks, kernel), 1});
+                 {GpuBackend::groups_for(n, 64), GpuBackend::groups_for(blocks, 1), 1});
     gpu.dispatch(gpu.pipeline(variant("norm_param_reduce", x)), {partial, dgamma, dbeta}, push,
                  {GpuBackend::groups_for(n, 64), 1, 1});
 }

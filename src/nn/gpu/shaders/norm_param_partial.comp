@@ -25,19 +25,21 @@ layout(push_constant) uniform Push {
 #define NORM_RMS 2u
 
 void main() {
-    uint j = gl_GlobalInvocationID.x;
-    uint b = gl_GlobalInvocationID.y;
-    if (j >= pc.n || b >= pc.blocks) return;
     bool rms = (pc.flags & NORM_RMS) != 0u;
-    uint end = min(pc.rows, (b + 1u) * pc.block_rows);
-    float g = 0.0;
-    float d = 0.0;
-    for (uint r = b * pc.block_rows; r < end; ++r) {
-        float dyv = NN_LOAD(dy[r * pc.n + j]);
-        float mean = rms ? 0.0 : mean_in[r];
-        g += dyv * (NN_LOAD(x[r * pc.n + j]) - mean) * rstd_in[r];
-        d += dyv;
+    // Grid-stride over columns and blocks: the dispatch may be capped at 65535 groups per axis.
+    for (uint b = gl_GlobalInvocationID.y; b < pc.blocks; b += gl_NumWorkGroups.y) {
+        uint end = min(pc.rows, (b + 1u) * pc.block_rows);
+        for (uint j = gl_GlobalInvocationID.x; j < pc.n; j += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+            float g = 0.0;
+            float d = 0.0;
+            for (uint r = b * pc.block_rows; r < end; ++r) {
+                float dyv = NN_LOAD(dy[r * pc.n + j]);
+                float mean = rms ? 0.0 : mean_in[r];
+                g += dyv * (NN_LOAD(x[r * pc.n + j]) - mean) * rstd_in[r];
+                d += dyv;
+            }
+            partial[b * pc.n + j] = g;
+            if ((pc.flags & NORM_HAS_BETA) != 0u) partial[(pc.blocks + b) * pc.n + j] = d;
+        }
     }
-    partial[b * pc.n + j] = g;
-    if ((pc.flags & NORM_HAS_BETA) != 0u) partial[(pc.blocks + b) * pc.n + j] = d;
 }

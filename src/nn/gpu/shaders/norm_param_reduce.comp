@@ -19,14 +19,14 @@ layout(push_constant) uniform Push {
 #define NORM_HAS_BETA 1u
 
 void main() {
-    uint j = gl_GlobalInvocationID.x;
-    if (j >= pc.n) return;
-    float g = 0.0;
-    for (uint b = 0u; b < pc.blocks; ++b) g += partial[b * pc.n + j];
-    dgamma[j] = NN_STORE(NN_LOAD(dgamma[j]) + g);
-    if ((pc.flags & NORM_HAS_BETA) != 0u) {
-        float d = 0.0;
-        for (uint b = 0u; b < pc.blocks; ++b) d += partial[(pc.blocks + b) * pc.n + j];
-        dbeta[j] = NN_STORE(NN_LOAD(dbeta[j]) + d);
+    for (uint j = gl_GlobalInvocationID.x; j < pc.n; j += gl_NumWorkGroups.x * gl_WorkGroupSize.x) {
+        float g = 0.0;
+        for (uint b = 0u; b < pc.blocks; ++b) g += partial[b * pc.n + j];
+        dgamma[j] = NN_STORE(NN_LOAD(dgamma[j]) + g);
+        if ((pc.flags & NORM_HAS_BETA) != 0u) {
+            float d = 0.0;
+            for (uint b = 0u; b < pc.blocks; ++b) d += partial[(pc.blocks + b) * pc.n + j];
+            dbeta[j] = NN_STORE(NN_LOAD(dbeta[j]) + d);
+        }
     }
 }
