@@ -59,11 +59,11 @@ Stream::~Stream() {
     try {
         submit();
         while (!in_flight_.empty()) wait_for(*in_flight_.front());
-    } catch (...) {  // a lost device or a kernel's error: nothing more to do
-    }
-    try {
-        device_.device().waitIdle();
-    } catch (...) {
+    } catch (...) {  // a kernel's error (the rest are waited for below) or a lost device
+        try {
+            while (!in_flight_.empty()) wait_for(*in_flight_.front());
+        } catch (...) {
+        }
     }
 }
 
