@@ -1,6 +1,8 @@
 #include "cpu/backend.hpp"
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -33,6 +35,16 @@ std::shared_ptr<ThreadPool> shared_pool(unsigned threads) {
 constexpr std::size_t alignment = 64;
 // Elements per block of the memory kernels (zero, fill, copy, conversions).
 constexpr std::size_t elements_per_block = std::size_t{1} << 16;
+
+// value truncated toward zero to i32, saturating at the ends of its range (NaN gives 0), so
+// that no conversion is undefined.
+std::int32_t to_i32(double value) {
+    if (!(value == value)) return 0;
+    value = std::trunc(value);
+    if (value <= -2147483648.0) return std::numeric_limits<std::int32_t>::min();
+    if (value >= 2147483647.0) return std::numeric_limits<std::int32_t>::max();
+    return static_cast<std::int32_t>(value);
+}
 
 template <class T>
 void fill_with(const CpuBackend& backend, T* data, std::size_t count, T value) {
@@ -147,7 +159,7 @@ void store_floats(DType dtype, const float* src, std::size_t count, std::byte* d
         }
         case DType::i32: {
             for (std::size_t i = 0; i < count; ++i) {
-                const auto value = static_cast<std::int32_t>(round_to(DType::i32, src[i]));
+                const auto value = to_i32(src[i]);
                 std::memcpy(dst + 4 * i, &value, 4);
             }
             return;
@@ -209,7 +221,7 @@ void CpuBackend::fill(const Tensor& x, double value) {
             return;
         case DType::i32:
             fill_with(*this, cpu_data<std::int32_t>(x), x.size(),
-                      static_cast<std::int32_t>(round_to(DType::i32, value)));
+                      to_i32(value));
             return;
         case DType::f64: unsupported(KernelId::fill, x.dtype());
     }
@@ -252,7 +264,7 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
                     value = v;
                 }
                 if (dst.dtype() == DType::i32) {
-                    const auto v = static_cast<std::int32_t>(round_to(DType::i32, value));
+                    const auto v = to_i32(value);
                     std::memcpy(to + i * 4, &v, 4);
                 } else {
                     const auto v = static_cast<float>(value);

@@ -49,6 +49,14 @@ TEST_CASE("cpu memory kernels: zero, fill, copy with conversion") {
         Tensor as_float = cpu.empty({3}, DType::f32);
         copy(ids, as_float);
         CHECK(as_float.to_double() == std::vector<double>{-3, 0, 16777216});
+        Tensor huge = cpu.upload({3}, std::span<const double>(std::vector<double>{3e9, -3e9, -2.9}), DType::f32);
+        Tensor saturated = cpu.empty({3}, DType::i32);
+        copy(huge, saturated);  // out of range saturates (no undefined conversion)
+        const std::vector<std::int32_t> got = saturated.to_int();
+        CHECK(huge.to_double()[0] == 3e9);
+        CHECK(got[0] == 2147483647);
+        CHECK(got[1] == -2147483647 - 1);
+        CHECK(got[2] == -2);
     }
 }
 
