@@ -60,6 +60,9 @@ std::string variant(const char* shader, const Tensor& t) {
     return std::string(shader) + "_" + shader_suffix(t.dtype());
 }
 
+// Specialization constants: 0 the backward kernels' second tile size (unused by the forward
+// kernel), 1 head_dim (one pipeline per head size).
+
 /// The second tile size of the backward kernels (their specialization constant 0): 16 where
 /// the device's shared memory holds the 16-row tiles (about 35 KiB at head_dim 128), else 8.
 std::uint32_t backward_other_block(const GpuBackend& gpu) {
@@ -85,7 +88,8 @@ void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v,
                            static_cast<float>(scale)};
     const Groups groups =
         checked_groups((q_len * group + forward_rows - 1) / forward_rows, heads_kv, batch, kernel);
-    gpu.dispatch(gpu.pipeline(variant("attention", q)), {q, k, v, out, lse}, push, groups);
+    gpu.dispatch(gpu.pipeline(variant("attention", q), {0u, to_u32(dim, kernel)}), {q, k, v, out, lse}, push,
+                 groups);
 }
 
 }  // namespace
@@ -121,12 +125,12 @@ void gpu_attention_backward(GpuBackend& gpu, const Tensor& q, const Tensor& k, c
     if (dk.defined() || dv.defined()) {
         BackwardPush kv_push = push;
         kv_push.flags |= (dk.defined() ? attn_write_dk : 0u) | (dv.defined() ? attn_write_dv : 0u);
-        gpu.dispatch(gpu.pipeline(variant("attention_backward_kv", q), {other}),
+        gpu.dispatch(gpu.pipeline(variant("attention_backward_kv", q), {other, to_u32(dim, kernel)}),
                      {q, k, v, dout, lse, delta, dk, dv}, kv_push,
                      checked_groups((seq + backward_keys - 1) / backward_keys, heads_kv, batch, kernel));
     }
     if (dq.defined()) {
-        gpu.dispatch(gpu.pipeline(variant("attention_backward_q", q), {other}),
+        gpu.dispatch(gpu.pipeline(variant("attention_backward_q", q), {other, to_u32(dim, kernel)}),
                      {q, k, v, dout, lse, delta, dq}, push,
                      checked_groups((seq + backward_queries - 1) / backward_queries, heads_q, batch, kernel));
     }

@@ -21,6 +21,9 @@ layout(local_size_x = 128) in;
 #define LANES 8u
 #define MAX_DIM 128u
 #define MAX_COLUMNS (MAX_DIM / LANES)
+// head_dim (specialization constant 1; the push constant `dim` holds the same): loops over the
+// head's elements and this invocation's columns unroll with known bounds.
+layout(constant_id = 1) const uint HEAD_DIM = 64u;
 
 layout(std430, set = 0, binding = 0) readonly buffer QueryBuffer { NN_T q[]; };
 layout(std430, set = 0, binding = 1) readonly buffer KeyBuffer { NN_T k[]; };
@@ -33,7 +36,7 @@ layout(push_constant) uniform Push {
     uint past;
     uint heads_q;
     uint heads_kv;
-    uint dim;
+    uint dim;  // = HEAD_DIM
     uint flags;  // ATTN_CAUSAL | ATTN_WRITE_LSE
     float scale;
 } pc;
@@ -53,7 +56,7 @@ void main() {
     uint group = pc.heads_q / pc.heads_kv;
     uint kv_head = gl_WorkGroupID.y;
     uint b = gl_WorkGroupID.z;
-    uint stride = pc.dim + 1u;  // padded shared rows: no bank conflicts across rows
+    uint stride = HEAD_DIM + 1u;  // padded shared rows: no bank conflicts across rows
     uint total_rows = pc.q_len * group;
     uint first_row = gl_WorkGroupID.x * ROWS;
     uint keys_valid = pc.past + pc.q_len;
@@ -66,15 +69,15 @@ void main() {
     uint pos = pc.past + t;
     bool causal = (pc.flags & ATTN_CAUSAL) != 0u;
 
-    for (uint e = tid; e < ROWS * pc.dim; e += 128u) {
-        uint rr = e / pc.dim;
-        uint d = e - rr * pc.dim;
+    for (uint e = tid; e < ROWS * HEAD_DIM; e += 128u) {
+        uint rr = e / HEAD_DIM;
+        uint d = e - rr * HEAD_DIM;
         uint gr = first_row + rr;
         float value = 0.0;
         if (gr < total_rows) {
             uint tt = gr / group;
             uint hh = kv_head * group + gr % group;
-            value = NN_LOAD(q[((b * pc.q_len + tt) * pc.heads_q + hh) * pc.dim + d]);
+            value = NN_LOAD(q[((b * pc.q_len + tt) * pc.heads_q + hh) * HEAD_DIM + d]);
         }
         q_tile[rr * stride + d] = value;
     }
@@ -90,17 +93,17 @@ void main() {
 
     for (uint key0 = 0u; key0 < key_end; key0 += KEYS) {
         barrier();  // the previous tile's readers are done with kv_tile and probs
-        for (uint e = tid; e < KEYS * pc.dim; e += 128u) {
-            uint j = e / pc.dim;
-            uint d = e - j * pc.dim;
+        for (uint e = tid; e < KEYS * HEAD_DIM; e += 128u) {
+            uint j = e / HEAD_DIM;
+            uint d = e - j * HEAD_DIM;
             uint key = key0 + j;
             kv_tile[j * stride + d] =
-                key < key_end ? NN_LOAD(k[((b * pc.kv_len + key) * pc.heads_kv + kv_head) * pc.dim + d]) : 0.0;
+                key < key_end ? NN_LOAD(k[((b * pc.kv_len + key) * pc.heads_kv + kv_head) * HEAD_DIM + d]) : 0.0;
         }
         barrier();
         float dot[KEYS / LANES];  // keys lane, lane + 8, ...: each q element loaded once
         for (uint jj = 0u; jj < KEYS / LANES; ++jj) dot[jj] = 0.0;
-        for (uint d = 0u; d < pc.dim; ++d) {
+        for (uint d = 0u; d < HEAD_DIM; ++d) {
             float qd = q_tile[row * stride + d];
             for (uint jj = 0u; jj < KEYS / LANES; ++jj) dot[jj] += qd * kv_tile[(lane + jj * LANES) * stride + d];
         }
@@ -121,12 +124,12 @@ void main() {
             uint j = lane + jj * LANES;
             probs[row * KEYS + j] = exp(scores[row * KEYS + j] - m_safe);
         }
-        for (uint e = tid; e < KEYS * pc.dim; e += 128u) {
-            uint j = e / pc.dim;
-            uint d = e - j * pc.dim;
+        for (uint e = tid; e < KEYS * HEAD_DIM; e += 128u) {
+            uint j = e / HEAD_DIM;
+            uint d = e - j * HEAD_DIM;
             uint key = key0 + j;
             kv_tile[j * stride + d] =
-                key < key_end ? NN_LOAD(v[((b * pc.kv_len + key) * pc.heads_kv + kv_head) * pc.dim + d]) : 0.0;
+                key < key_end ? NN_LOAD(v[((b * pc.kv_len + key) * pc.heads_kv + kv_head) * HEAD_DIM + d]) : 0.0;
         }
         barrier();
         float tile_sum = 0.0;
@@ -138,7 +141,7 @@ void main() {
             float p = probs[row * KEYS + j];
             for (uint c = 0u; c < MAX_COLUMNS; ++c) {
                 uint d = lane + c * LANES;
-                if (d < pc.dim) acc[c] += p * kv_tile[j * stride + d];
+                if (d < HEAD_DIM) acc[c] += p * kv_tile[j * stride + d];
             }
         }
     }
@@ -147,7 +150,7 @@ void main() {
     float inv = l > 0.0 ? 1.0 / l : 0.0;
     for (uint c = 0u; c < MAX_COLUMNS; ++c) {
         uint d = lane + c * LANES;
-        if (d < pc.dim) out_rows[((b * pc.q_len + t) * pc.heads_q + h) * pc.dim + d] = NN_STORE(acc[c] * inv);
+        if (d < HEAD_DIM) out_rows[((b * pc.q_len + t) * pc.heads_q + h) * HEAD_DIM + d] = NN_STORE(acc[c] * inv);
     }
     if ((pc.flags & ATTN_WRITE_LSE) != 0u && lane == 0u)
         lse[(b * pc.heads_q + h) * pc.q_len + t] = l > 0.0 ? m + log(l) : neg_inf;

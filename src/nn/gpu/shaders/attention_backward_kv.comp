@@ -17,6 +17,9 @@ layout(local_size_x = 128) in;
 #define LANES 8u
 #define MAX_DIM 128u
 #define MAX_COLUMNS (MAX_DIM / LANES)
+// head_dim (specialization constant 1; the push constant `dim` holds the same): loops over the
+// head's elements and this invocation's columns unroll with known bounds.
+layout(constant_id = 1) const uint HEAD_DIM = 64u;
 #define PAD_DIM (MAX_DIM + 1u)
 layout(constant_id = 0) const uint QUERIES = 16u;
 
@@ -33,7 +36,7 @@ layout(push_constant) uniform Push {
     uint seq;
     uint heads_q;
     uint heads_kv;
-    uint dim;
+    uint dim;  // = HEAD_DIM
     uint flags;  // ATTN_CAUSAL | ATTN_WRITE_DK | ATTN_WRITE_DV
     float scale;
 } pc;
@@ -58,16 +61,16 @@ void main() {
     uint group = pc.heads_q / pc.heads_kv;
     uint kv_head = gl_WorkGroupID.y;
     uint b = gl_WorkGroupID.z;
-    uint stride = pc.dim + 1u;
+    uint stride = HEAD_DIM + 1u;
     uint key0 = gl_WorkGroupID.x * KEYS;
     uint key = key0 + j;
     bool causal = (pc.flags & ATTN_CAUSAL) != 0u;
 
-    for (uint e = tid; e < KEYS * pc.dim; e += 128u) {
-        uint jj = e / pc.dim;
-        uint d = e - jj * pc.dim;
+    for (uint e = tid; e < KEYS * HEAD_DIM; e += 128u) {
+        uint jj = e / HEAD_DIM;
+        uint d = e - jj * HEAD_DIM;
         uint kk = key0 + jj;
-        uint index = ((b * pc.seq + kk) * pc.heads_kv + kv_head) * pc.dim + d;
+        uint index = ((b * pc.seq + kk) * pc.heads_kv + kv_head) * HEAD_DIM + d;
         k_tile[jj * stride + d] = kk < pc.seq ? NN_LOAD(k[index]) : 0.0;
         v_tile[jj * stride + d] = kk < pc.seq ? NN_LOAD(v[index]) : 0.0;
     }
@@ -84,11 +87,11 @@ void main() {
         uint h = kv_head * group + hg;
         for (uint t0 = query_begin; t0 < pc.seq; t0 += QUERIES) {
             barrier();  // the previous block's readers are done
-            for (uint e = tid; e < QUERIES * pc.dim; e += 128u) {
-                uint ii = e / pc.dim;
-                uint d = e - ii * pc.dim;
+            for (uint e = tid; e < QUERIES * HEAD_DIM; e += 128u) {
+                uint ii = e / HEAD_DIM;
+                uint d = e - ii * HEAD_DIM;
                 uint t = t0 + ii;
-                uint index = ((b * pc.seq + t) * pc.heads_q + h) * pc.dim + d;
+                uint index = ((b * pc.seq + t) * pc.heads_q + h) * HEAD_DIM + d;
                 q_tile[ii * stride + d] = t < pc.seq ? NN_LOAD(q[index]) : 0.0;
                 do_tile[ii * stride + d] = t < pc.seq ? NN_LOAD(dout[index]) : 0.0;
             }
@@ -104,7 +107,7 @@ void main() {
                 dot_qk[m] = 0.0;
                 dot_dov[m] = 0.0;
             }
-            for (uint d = 0u; d < pc.dim; ++d) {
+            for (uint d = 0u; d < HEAD_DIM; ++d) {
                 float kd = k_tile[j * stride + d];
                 float vd = v_tile[j * stride + d];
                 for (uint m = 0u; m < QUERIES / LANES; ++m) {
@@ -128,7 +131,7 @@ void main() {
                 float ds = ds_tile[i * KEYS + j];
                 for (uint c = 0u; c < MAX_COLUMNS; ++c) {
                     uint d = lane + c * LANES;
-                    if (d < pc.dim) {
+                    if (d < HEAD_DIM) {
                         dv_acc[c] += p * do_tile[i * stride + d];
                         dk_acc[c] += ds * q_tile[i * stride + d];
                     }
@@ -140,8 +143,8 @@ void main() {
     if (key >= pc.seq) return;
     for (uint c = 0u; c < MAX_COLUMNS; ++c) {
         uint d = lane + c * LANES;
-        if (d >= pc.dim) continue;
-        uint index = ((b * pc.seq + key) * pc.heads_kv + kv_head) * pc.dim + d;
+        if (d >= HEAD_DIM) continue;
+        uint index = ((b * pc.seq + key) * pc.heads_kv + kv_head) * HEAD_DIM + d;
         if ((pc.flags & ATTN_WRITE_DK) != 0u) dk[index] = NN_STORE(NN_LOAD(dk[index]) + pc.scale * dk_acc[c]);
         if ((pc.flags & ATTN_WRITE_DV) != 0u) dv[index] = NN_STORE(NN_LOAD(dv[index]) + dv_acc[c]);
     }

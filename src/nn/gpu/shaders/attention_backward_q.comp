@@ -14,6 +14,9 @@ layout(local_size_x = 128) in;
 #define LANES 8u
 #define MAX_DIM 128u
 #define MAX_COLUMNS (MAX_DIM / LANES)
+// head_dim (specialization constant 1; the push constant `dim` holds the same): loops over the
+// head's elements and this invocation's columns unroll with known bounds.
+layout(constant_id = 1) const uint HEAD_DIM = 64u;
 #define PAD_DIM (MAX_DIM + 1u)
 layout(constant_id = 0) const uint KEYS = 16u;
 
@@ -29,7 +32,7 @@ layout(push_constant) uniform Push {
     uint seq;
     uint heads_q;
     uint heads_kv;
-    uint dim;
+    uint dim;  // = HEAD_DIM
     uint flags;  // ATTN_CAUSAL
     float scale;
 } pc;
@@ -50,17 +53,17 @@ void main() {
     uint h = gl_WorkGroupID.y;
     uint kv_head = h / group;
     uint b = gl_WorkGroupID.z;
-    uint stride = pc.dim + 1u;
+    uint stride = HEAD_DIM + 1u;
     uint t0 = gl_WorkGroupID.x * QUERIES;
     uint t = t0 + i;
     bool live = t < pc.seq;
     bool causal = (pc.flags & ATTN_CAUSAL) != 0u;
 
-    for (uint e = tid; e < QUERIES * pc.dim; e += 128u) {
-        uint ii = e / pc.dim;
-        uint d = e - ii * pc.dim;
+    for (uint e = tid; e < QUERIES * HEAD_DIM; e += 128u) {
+        uint ii = e / HEAD_DIM;
+        uint d = e - ii * HEAD_DIM;
         uint tt = t0 + ii;
-        uint index = ((b * pc.seq + tt) * pc.heads_q + h) * pc.dim + d;
+        uint index = ((b * pc.seq + tt) * pc.heads_q + h) * HEAD_DIM + d;
         q_tile[ii * stride + d] = tt < pc.seq ? NN_LOAD(q[index]) : 0.0;
         do_tile[ii * stride + d] = tt < pc.seq ? NN_LOAD(dout[index]) : 0.0;
     }
@@ -74,11 +77,11 @@ void main() {
     uint key_end = causal ? last : pc.seq;
     for (uint key0 = 0u; key0 < key_end; key0 += KEYS) {
         barrier();  // the previous tile's readers are done
-        for (uint e = tid; e < KEYS * pc.dim; e += 128u) {
-            uint jj = e / pc.dim;
-            uint d = e - jj * pc.dim;
+        for (uint e = tid; e < KEYS * HEAD_DIM; e += 128u) {
+            uint jj = e / HEAD_DIM;
+            uint d = e - jj * HEAD_DIM;
             uint kk = key0 + jj;
-            uint index = ((b * pc.seq + kk) * pc.heads_kv + kv_head) * pc.dim + d;
+            uint index = ((b * pc.seq + kk) * pc.heads_kv + kv_head) * HEAD_DIM + d;
             k_tile[jj * stride + d] = kk < pc.seq ? NN_LOAD(k[index]) : 0.0;
             v_tile[jj * stride + d] = kk < pc.seq ? NN_LOAD(v[index]) : 0.0;
         }
@@ -89,7 +92,7 @@ void main() {
             dot_qk[m] = 0.0;
             dot_dov[m] = 0.0;
         }
-        for (uint d = 0u; d < pc.dim; ++d) {
+        for (uint d = 0u; d < HEAD_DIM; ++d) {
             float qd = q_tile[i * stride + d];
             float dod = do_tile[i * stride + d];
             for (uint m = 0u; m < KEYS / LANES; ++m) {
@@ -111,7 +114,7 @@ void main() {
             float ds = ds_tile[i * KEYS + j];
             for (uint c = 0u; c < MAX_COLUMNS; ++c) {
                 uint d = lane + c * LANES;
-                if (d < pc.dim) acc[c] += ds * k_tile[j * stride + d];
+                if (d < HEAD_DIM) acc[c] += ds * k_tile[j * stride + d];
             }
         }
     }
@@ -119,8 +122,8 @@ void main() {
     if (!live) return;
     for (uint c = 0u; c < MAX_COLUMNS; ++c) {
         uint d = lane + c * LANES;
-        if (d >= pc.dim) continue;
-        uint index = ((b * pc.seq + t) * pc.heads_q + h) * pc.dim + d;
+        if (d >= HEAD_DIM) continue;
+        uint index = ((b * pc.seq + t) * pc.heads_q + h) * HEAD_DIM + d;
         dq[index] = NN_STORE(NN_LOAD(dq[index]) + pc.scale * acc[c]);
     }
 }
