@@ -186,6 +186,17 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535) return false;
     const std::array<std::uint32_t, 10> constants{bm,      bn, bk, options.transpose_a ? 1u : 0u,
                                                   options.transpose_b ? 1u : 0u, warps_m, mm, nn, kk, threads};
+    // A driver that refuses the tensor-core pipelines leaves f16 to the tiled kernel (said once on
+    // stderr; has_cooperative_matrix() turns false, which test_nn_gpu_matmul reports).
+    try {
+        pipeline(std::string("matmul_coopmat_f16_") + shader_suffix(c.dtype()), constants);
+        pipeline("matmul_coopmat_f16_f32", constants);
+    } catch (const DeviceUnavailable& error) {
+        std::fprintf(stderr, "nn gpu: the tensor-core matmul is unavailable (%s); f16 matmul runs the f32 kernel\n",
+                     error.what());
+        cooperative_matrix_ = false;
+        return false;
+    }
     record_matmul(*this, "matmul_coopmat_f16_", constants, push, g, bm, bn, bk, a, b, c);
     return true;
 }
