@@ -19,6 +19,7 @@ constexpr std::string_view help =
     R"(usage: tapevm bench [--workload W] [--mode M] [--backend B] [--precision P]
                     [--threads N] [--points N] [--repeats R] [--json FILE]
        tapevm bench --list
+       tapevm bench --nn [OPTIONS]   the nn kernels (tapevm help bench-nn)
        tapevm bench --workload W --points N [--mode M] --write-inputs FILE
        tapevm bench --workload W --write-tape FILE
 
@@ -75,6 +76,13 @@ void list(std::ostream& out) {
 }
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
+    // `tapevm bench --nn ...` is `tapevm bench-nn ...` (command_bench_nn.cpp).
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        if (args[i] != "--nn") continue;
+        std::vector<std::string_view> rest(args.begin(), args.end());
+        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
+        return bench_nn_command().run(rest, out, err);
+    }
     const Arguments arguments = parse_arguments("bench", args, options);
     if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(0, 0, "no arguments");

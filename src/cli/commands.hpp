@@ -27,5 +27,6 @@ Command demo_command();
 Command devices_command();
 Command bench_command();
 Command adbench_command();
+Command bench_nn_command();  // command_bench_nn.cpp: the nn kernels' performance mode
 
 }  // namespace tapevm::cli
