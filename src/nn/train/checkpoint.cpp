@@ -73,7 +73,8 @@ void Trainer::save_checkpoint(const std::filesystem::path& path,
         metadata["loss_scaler.good_steps"] = std::to_string(options_.loss_scaler->good_steps());
     }
     for (const auto& [name, dropout] : dropouts(module)) {
-        metadata["rng." + name] = std::to_string(dropout->counter());
+        metadata["rng." + name + ".seed"] = std::to_string(dropout->seed());
+        metadata["rng." + name + ".counter"] = std::to_string(dropout->counter());
     }
     save_safetensors(path, tensors, metadata);
 }
@@ -95,7 +96,10 @@ void Trainer::load_checkpoint(const std::filesystem::path& path) {
         options_.loss_scaler->set_state(parse_double(metadata, "loss_scaler.scale", name),
                                         parse_count(metadata, "loss_scaler.good_steps", name));
     }
-    for (const auto& [key, dropout] : dropouts(module)) dropout->set_counter(parse_count(metadata, "rng." + key, name));
+    for (const auto& [key, dropout] : dropouts(module)) {
+        dropout->set_seed(parse_count(metadata, "rng." + key + ".seed", name));
+        dropout->set_counter(parse_count(metadata, "rng." + key + ".counter", name));
+    }
     module.zero_grad();
 }
 

@@ -128,6 +128,8 @@ public:
     /// Forward calls made in training mode so far (the RNG state).
     std::uint64_t counter() const { return counter_; }
     void set_counter(std::uint64_t counter) { counter_ = counter; }
+    std::uint64_t seed() const { return seed_; }
+    void set_seed(std::uint64_t seed) { seed_ = seed; }
     double p() const { return p_; }
 
 private:

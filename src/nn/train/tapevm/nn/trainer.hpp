@@ -111,7 +111,7 @@ public:
 
     /// Training checkpoint (safetensors): parameters under their names, optimizer state
     /// under "optimizer.<name>", and in the metadata the step, the optimizer's step count and
-    /// lr, the loss scaler and each Dropout's counter, plus `extra` metadata.
+    /// lr, the loss scaler and each Dropout's seed and counter, plus `extra` metadata.
     void save_checkpoint(const std::filesystem::path& path,
                          const std::vector<std::pair<std::string, std::string>>& extra = {}) const;
     /// Restores everything save_checkpoint wrote (exact resume). Throws tapevm::Error when the
