@@ -43,11 +43,12 @@ struct Layout {
 };
 
 float resolve_scale(double scale, std::size_t head_dim) {
-    return scale != 0 ? static_cast<float>(scale) : 1.f / std::sqrt(static_cast<float>(std::max<std::size_t>(head_dim, 1)));
+    return scale != 0 ? static_cast<float>(scale)
+                      : 1.f / std::sqrt(static_cast<float>(std::max<std::size_t>(head_dim, 1)));
 }
 
-void attention_forward(const CpuBackend& backend, const Layout& shape, const float* q, const float* k, const float* v,
-                       float* out, float* lse) {
+void attention_forward(const CpuBackend& backend, const Layout& shape, const float* q, const float* k,
+                       const float* v, float* out, float* lse) {
     const std::size_t d = shape.head_dim;
     const std::size_t tiles = (shape.queries + query_tile - 1) / query_tile;
     parallel_for(backend, shape.batch * shape.q_heads * tiles, [&](std::size_t task) {
@@ -86,18 +87,21 @@ void attention_forward(const CpuBackend& backend, const Layout& shape, const flo
             } else {
                 std::fill(ot, ot + d, 0.f);
             }
-            if (lse != nullptr) lse[(b * shape.q_heads + h) * shape.queries + t] = l > 0 ? m + std::log(l) : minus_infinity;
+            if (lse != nullptr)
+                lse[(b * shape.q_heads + h) * shape.queries + t] = l > 0 ? m + std::log(l) : minus_infinity;
         }
     });
 }
 
 }  // namespace
 
-void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                           double scale, bool causal) {
+void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                           const Tensor& lse, double scale, bool causal) {
     count_kernel();
-    const Layout shape{q.dim(0), q.dim(1), q.dim(2), k.dim(1), k.dim(1), k.dim(2), q.dim(3), 0,
-                       resolve_scale(scale, q.dim(3)), causal};
+    const Layout shape{q.dim(0), q.dim(1), q.dim(2),
+                       k.dim(1), k.dim(1), k.dim(2),
+                       q.dim(3), 0,        resolve_scale(scale, q.dim(3)),
+                       causal};
     if (q.size() == 0) return;
     const F32View qs(*this, q), ks(*this, k), vs(*this, v);
     F32View os(*this, out, false), ls(*this, lse, false);
@@ -106,11 +110,19 @@ void CpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, co
     ls.store();
 }
 
-void CpuBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                              std::size_t past, double scale, bool causal) {
+void CpuBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                              const Tensor& out, std::size_t past, double scale, bool causal) {
     count_kernel();
-    const Layout shape{q.dim(0), q.dim(1), q.dim(2), k_cache.dim(1), past + q.dim(1), k_cache.dim(2), q.dim(3), past,
-                       resolve_scale(scale, q.dim(3)), causal};
+    const Layout shape{q.dim(0),
+                       q.dim(1),
+                       q.dim(2),
+                       k_cache.dim(1),
+                       past + q.dim(1),
+                       k_cache.dim(2),
+                       q.dim(3),
+                       past,
+                       resolve_scale(scale, q.dim(3)),
+                       causal};
     if (q.size() == 0) return;
     const F32View qs(*this, q), ks(*this, k_cache), vs(*this, v_cache);
     F32View os(*this, out, false);
@@ -122,8 +134,10 @@ void CpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tens
                                     const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                                     const Tensor& dv, double scale, bool causal) {
     count_kernel();
-    const Layout shape{q.dim(0), q.dim(1), q.dim(2), k.dim(1), k.dim(1), k.dim(2), q.dim(3), 0,
-                       resolve_scale(scale, q.dim(3)), causal};
+    const Layout shape{q.dim(0), q.dim(1), q.dim(2),
+                       k.dim(1), k.dim(1), k.dim(2),
+                       q.dim(3), 0,        resolve_scale(scale, q.dim(3)),
+                       causal};
     if (q.size() == 0 || (!dq && !dk && !dv)) return;
     const F32View qs(*this, q), ks(*this, k), vs(*this, v), os(*this, out), ls(*this, lse), dos(*this, dout);
     F32View dqs(*this, dq), dks(*this, dk), dvs(*this, dv);

@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstdlib>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -46,8 +46,7 @@ std::int32_t to_i32(double value) {
     return static_cast<std::int32_t>(value);
 }
 
-template <class T>
-void fill_with(const CpuBackend& backend, T* data, std::size_t count, T value) {
+template <class T> void fill_with(const CpuBackend& backend, T* data, std::size_t count, T value) {
     parallel_ranges(backend, count, elements_per_block,
                     [&](std::size_t begin, std::size_t end) { std::fill(data + begin, data + end, value); });
 }
@@ -98,11 +97,13 @@ std::shared_ptr<Storage> CpuBackend::allocate(std::size_t bytes) {
 }
 
 void CpuBackend::write(const Storage& storage, std::size_t offset, std::span<const std::byte> bytes) {
-    if (!bytes.empty()) std::memcpy(static_cast<const CpuStorage&>(storage).data + offset, bytes.data(), bytes.size());
+    if (!bytes.empty())
+        std::memcpy(static_cast<const CpuStorage&>(storage).data + offset, bytes.data(), bytes.size());
 }
 
 void CpuBackend::read(const Storage& storage, std::size_t offset, std::span<std::byte> bytes) {
-    if (!bytes.empty()) std::memcpy(bytes.data(), static_cast<const CpuStorage&>(storage).data + offset, bytes.size());
+    if (!bytes.empty())
+        std::memcpy(bytes.data(), static_cast<const CpuStorage&>(storage).data + offset, bytes.size());
 }
 
 StreamStats CpuBackend::stream_stats() const {
@@ -174,7 +175,8 @@ void store_floats(DType dtype, const float* src, std::size_t count, std::byte* d
     }
 }
 
-F32View::F32View(const CpuBackend& backend, const Tensor& tensor, bool load) : backend_(&backend), tensor_(tensor) {
+F32View::F32View(const CpuBackend& backend, const Tensor& tensor, bool load)
+    : backend_(&backend), tensor_(tensor) {
     if (!tensor.defined()) return;
     if (tensor.dtype() == DType::f32) {
         data_ = cpu_data<float>(tensor);
@@ -204,9 +206,8 @@ void F32View::store() {
 void CpuBackend::zero(const Tensor& x) {
     count_kernel();
     std::byte* data = cpu_bytes(x);
-    parallel_ranges(*this, x.bytes(), elements_per_block * 4, [&](std::size_t begin, std::size_t end) {
-        std::memset(data + begin, 0, end - begin);
-    });
+    parallel_ranges(*this, x.bytes(), elements_per_block * 4,
+                    [&](std::size_t begin, std::size_t end) { std::memset(data + begin, 0, end - begin); });
 }
 
 void CpuBackend::fill(const Tensor& x, double value) {
@@ -217,12 +218,10 @@ void CpuBackend::fill(const Tensor& x, double value) {
             fill_with(*this, cpu_data<std::uint16_t>(x), x.size(), float_to_half(static_cast<float>(value)));
             return;
         case DType::bf16:
-            fill_with(*this, cpu_data<std::uint16_t>(x), x.size(), float_to_bfloat(static_cast<float>(value)));
+            fill_with(*this, cpu_data<std::uint16_t>(x), x.size(),
+                      float_to_bfloat(static_cast<float>(value)));
             return;
-        case DType::i32:
-            fill_with(*this, cpu_data<std::int32_t>(x), x.size(),
-                      to_i32(value));
-            return;
+        case DType::i32: fill_with(*this, cpu_data<std::int32_t>(x), x.size(), to_i32(value)); return;
         case DType::f64: unsupported(KernelId::fill, x.dtype());
     }
 }
@@ -285,19 +284,21 @@ void CpuBackend::copy(const Tensor& src, const Tensor& dst) {
     });
 }
 
-void CpuBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
-                             std::span<const double> params) {
+void CpuBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs,
+                             std::span<const Tensor> outputs, std::span<const double> params) {
     count_kernel();
     cpu_elementwise(*this, tape, inputs, outputs, params);
 }
 
 void CpuBackend::elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
-                                      std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
-                                      std::span<const double> params) {
+                                      std::span<const Tensor> output_grads,
+                                      std::span<const Tensor> input_grads, std::span<const double> params) {
     count_kernel();
     cpu_elementwise_backward(*this, tape, inputs, output_grads, input_grads, params);
 }
 
-std::shared_ptr<Backend> make_cpu_backend(const CpuOptions& options) { return std::make_shared<CpuBackend>(options); }
+std::shared_ptr<Backend> make_cpu_backend(const CpuOptions& options) {
+    return std::make_shared<CpuBackend>(options);
+}
 
 }  // namespace tapevm::nn::detail

@@ -1,17 +1,19 @@
 // The cpu device's backend: tensors in 64-byte-aligned host memory, kernels run when called
 // (the stream is the call order itself, so synchronize() has nothing to wait for).
 //
-// Tour: backend.cpp (memory, dtypes, counters, zero/fill/copy), parallel.hpp (threads over
-// fixed blocks through vm_cpu's ThreadPool, and f32 views of f16/bf16 tensors), matmul.cpp
-// (OpenBLAS cblas_sgemm), reduce.cpp (bias_add, add_assign, reduce_sum, transpose_2d,
-// global_norm_squared, embedding), rows.cpp (softmax, layer_norm, rms_norm, cross_entropy),
-// attention.cpp (flash-style attention, its backward, kv_attention), elementwise.* (tapes on
-// the CPU VM, owned separately).
+// Tour: backend.cpp (memory, dtypes, counters, zero/fill/copy, f32 views), parallel.hpp (threads
+// over fixed blocks through vm_cpu's ThreadPool; F32View: f16/bf16 tensors as f32),
+// row_functions.hpp with row_kernels_impl.hpp (xsimd row primitives, compiled for the baseline and
+// for AVX2+FMA, chosen at run time), matmul.cpp (OpenBLAS cblas_sgemm), reductions.cpp (bias_add,
+// add_assign, reduce_sum, transpose_2d, global_norm_squared), embedding.cpp, softmax.cpp (softmax
+// and cross_entropy), norms.cpp (layer_norm, rms_norm), attention.cpp (flash-style attention, its
+// backward, kv_attention), elementwise.* (tapes on the CPU VM, owned separately).
 //
 // dtypes: f32 is computed in place; f16 and bf16 are storage only: a kernel converts them
 // to f32 (F32View), computes, and rounds the results on store. i32 holds ids and targets.
 // Determinism: every reduction splits its work into blocks whose bounds depend on the shape
-// only, never on the thread count, and sums block results in block order.
+// only, never on the thread count, and sums block results in block order (bits may differ
+// between instruction sets: TAPEVM_CPU_ISA=sse2 forces the baseline).
 #pragma once
 
 #include <atomic>
@@ -34,10 +36,7 @@ struct CpuStorage final : Storage {
 
 /// The first byte of a cpu tensor.
 inline std::byte* cpu_bytes(const Tensor& tensor) { return static_cast<CpuStorage&>(tensor.storage()).data; }
-template <class T>
-T* cpu_data(const Tensor& tensor) {
-    return reinterpret_cast<T*>(cpu_bytes(tensor));
-}
+template <class T> T* cpu_data(const Tensor& tensor) { return reinterpret_cast<T*>(cpu_bytes(tensor)); }
 
 class CpuBackend final : public Backend {
 public:
@@ -69,18 +68,19 @@ public:
                       std::size_t cols) override;
     void softmax(const Tensor& x, const Tensor& y) override;
     void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) override;
-    void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
-                    const Tensor& rstd, double eps) override;
+    void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                    const Tensor& mean, const Tensor& rstd, double eps) override;
     void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
                              const Tensor& rstd, const Tensor& dx, const Tensor& dgamma,
                              const Tensor& dbeta) override;
-    void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd, double eps) override;
+    void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd,
+                  double eps) override;
     void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
                            const Tensor& dx, const Tensor& dgamma) override;
     void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) override;
     void embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) override;
-    void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses, const Tensor& dlogits,
-                       std::int32_t pad_id, double dloss) override;
+    void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses,
+                       const Tensor& dlogits, std::int32_t pad_id, double dloss) override;
     void global_norm_squared(std::span<const Tensor> tensors, const Tensor& out) override;
     void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                    double scale, bool causal) override;
@@ -92,8 +92,9 @@ public:
     /// Both run the tape on the CPU VM (elementwise.hpp, owned by the elementwise part).
     void elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                      std::span<const double> params) override;
-    void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> output_grads,
-                              std::span<const Tensor> input_grads, std::span<const double> params) override;
+    void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
+                              std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
+                              std::span<const double> params) override;
 
     /// The worker pool (shared by cpu devices of one thread count) and the number of threads
     /// a kernel may use, the caller included (>= 1).

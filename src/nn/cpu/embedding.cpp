@@ -15,8 +15,8 @@ namespace {
 void check_ids(const char* kernel, const std::int32_t* ids, std::size_t count, std::size_t vocabulary) {
     for (std::size_t t = 0; t < count; ++t) {
         if (ids[t] < 0 || static_cast<std::size_t>(ids[t]) >= vocabulary) {
-            throw Error(std::string(kernel) + ": ids: id " + std::to_string(ids[t]) + " at index " + std::to_string(t) +
-                        " is outside [0, " + std::to_string(vocabulary) + ")");
+            throw Error(std::string(kernel) + ": ids: id " + std::to_string(ids[t]) + " at index " +
+                        std::to_string(t) + " is outside [0, " + std::to_string(vocabulary) + ")");
         }
     }
 }
@@ -36,18 +36,19 @@ void CpuBackend::embedding(const Tensor& ids, const Tensor& table, const Tensor&
     const std::size_t from_size = dtype_size(table.dtype());
     const std::size_t to_size = dtype_size(out.dtype());
     const bool same = table.dtype() == out.dtype();
-    parallel_ranges(*this, tokens, std::max<std::size_t>(1, 8192 / width), [&](std::size_t begin, std::size_t end) {
-        std::vector<float> row(same ? 0 : width);
-        for (std::size_t t = begin; t < end; ++t) {
-            const std::byte* src = from + static_cast<std::size_t>(id[t]) * width * from_size;
-            if (same) {
-                std::memcpy(to + t * width * to_size, src, width * to_size);
-            } else {
-                load_floats(table.dtype(), src, width, row.data());
-                store_floats(out.dtype(), row.data(), width, to + t * width * to_size);
-            }
-        }
-    });
+    parallel_ranges(*this, tokens, std::max<std::size_t>(1, 8192 / width),
+                    [&](std::size_t begin, std::size_t end) {
+                        std::vector<float> row(same ? 0 : width);
+                        for (std::size_t t = begin; t < end; ++t) {
+                            const std::byte* src = from + static_cast<std::size_t>(id[t]) * width * from_size;
+                            if (same) {
+                                std::memcpy(to + t * width * to_size, src, width * to_size);
+                            } else {
+                                load_floats(table.dtype(), src, width, row.data());
+                                store_floats(out.dtype(), row.data(), width, to + t * width * to_size);
+                            }
+                        }
+                    });
 }
 
 void CpuBackend::embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) {
@@ -72,26 +73,27 @@ void CpuBackend::embedding_backward(const Tensor& ids, const Tensor& dout, const
     const bool f32 = dout.dtype() == DType::f32 && dtable.dtype() == DType::f32;
     const std::size_t dout_size = dtype_size(dout.dtype());
     const std::size_t table_size = dtype_size(dtable.dtype());
-    parallel_ranges(*this, groups, std::max<std::size_t>(1, 4096 / width), [&](std::size_t begin, std::size_t end) {
-        std::vector<float> sum(f32 ? 0 : width);
-        std::vector<float> row(f32 ? 0 : width);
-        for (std::size_t g = begin; g < end; ++g) {
-            const auto r = static_cast<std::size_t>(order[group_begin[g]].first);
-            float* acc = f32 ? cpu_data<float>(dtable) + r * width : sum.data();
-            std::byte* table_row = cpu_bytes(dtable) + r * width * table_size;
-            if (!f32) load_floats(dtable.dtype(), table_row, width, acc);
-            for (std::size_t i = group_begin[g]; i < group_begin[g + 1]; ++i) {
-                const std::size_t t = order[i].second;
-                if (f32) {
-                    row_axpy(1.f, cpu_data<float>(dout) + t * width, acc, width);
-                } else {
-                    load_floats(dout.dtype(), cpu_bytes(dout) + t * width * dout_size, width, row.data());
-                    row_axpy(1.f, row.data(), acc, width);
+    parallel_ranges(
+        *this, groups, std::max<std::size_t>(1, 4096 / width), [&](std::size_t begin, std::size_t end) {
+            std::vector<float> sum(f32 ? 0 : width);
+            std::vector<float> row(f32 ? 0 : width);
+            for (std::size_t g = begin; g < end; ++g) {
+                const auto r = static_cast<std::size_t>(order[group_begin[g]].first);
+                float* acc = f32 ? cpu_data<float>(dtable) + r * width : sum.data();
+                std::byte* table_row = cpu_bytes(dtable) + r * width * table_size;
+                if (!f32) load_floats(dtable.dtype(), table_row, width, acc);
+                for (std::size_t i = group_begin[g]; i < group_begin[g + 1]; ++i) {
+                    const std::size_t t = order[i].second;
+                    if (f32) {
+                        row_axpy(1.f, cpu_data<float>(dout) + t * width, acc, width);
+                    } else {
+                        load_floats(dout.dtype(), cpu_bytes(dout) + t * width * dout_size, width, row.data());
+                        row_axpy(1.f, row.data(), acc, width);
+                    }
                 }
+                if (!f32) store_floats(dtable.dtype(), acc, width, table_row);
             }
-            if (!f32) store_floats(dtable.dtype(), acc, width, table_row);
-        }
-    });
+        });
 }
 
 }  // namespace tapevm::nn::detail

@@ -64,8 +64,8 @@ void CpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& c, const
         const std::size_t b_stride = b_batched ? k * n : 0;
         for (std::size_t index = 0; index < batch; ++index) {
             cblas_sgemm(CblasRowMajor, trans_a, trans_b, static_cast<int>(m), static_cast<int>(n),
-                        static_cast<int>(k), alpha, a_data + index * a_stride, lda, b_data + index * b_stride, ldb,
-                        beta, c_data + index * m * n, ldc);
+                        static_cast<int>(k), alpha, a_data + index * a_stride, lda, b_data + index * b_stride,
+                        ldb, beta, c_data + index * m * n, ldc);
         }
     }
     c_view.store();

@@ -13,8 +13,8 @@ namespace {
 constexpr std::size_t block_rows = 32;
 
 // target[c] += sum over blocks b, in order, of partials[b * n + c].
-void add_partials(const CpuBackend& backend, const std::vector<float>& partials, std::size_t blocks, std::size_t n,
-                  float* target) {
+void add_partials(const CpuBackend& backend, const std::vector<float>& partials, std::size_t blocks,
+                  std::size_t n, float* target) {
     parallel_ranges(backend, n, 1024, [&](std::size_t begin, std::size_t end) {
         for (std::size_t c = begin; c < end; ++c) {
             float sum = 0;
@@ -59,8 +59,9 @@ void CpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& 
     rstds.store();
 }
 
-void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                                     const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) {
+void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta) {
     count_kernel();
     const std::size_t n = x.dim(-1);
     if (n == 0 || x.size() == 0) return;
@@ -100,7 +101,8 @@ void CpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Te
     dbs.store();
 }
 
-void CpuBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd, double eps) {
+void CpuBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd,
+                          double eps) {
     count_kernel();
     const std::size_t n = x.dim(-1);
     if (n == 0 || x.size() == 0) return;

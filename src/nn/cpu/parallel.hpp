@@ -17,8 +17,7 @@ namespace tapevm::nn::detail {
 /// are claimed from a shared counter, so which thread runs a block varies; callers make each
 /// block's result depend on the block alone (deterministic whatever the thread count).
 /// `min_blocks_per_thread` > 1 keeps small loops on fewer threads.
-template <class Body>
-void parallel_for(const CpuBackend& backend, std::size_t blocks, Body&& body) {
+template <class Body> void parallel_for(const CpuBackend& backend, std::size_t blocks, Body&& body) {
     if (blocks == 0) return;
     const unsigned helpers = static_cast<unsigned>(std::min<std::size_t>(backend.threads() - 1, blocks - 1));
     if (helpers == 0) {

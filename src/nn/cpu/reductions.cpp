@@ -52,9 +52,11 @@ void CpuBackend::bias_add(const Tensor& x, const Tensor& bias) {
     const std::size_t rows = x.size() / n;
     F32View xs(*this, x);
     const F32View bs(*this, bias);
-    parallel_ranges(*this, rows, std::max<std::size_t>(1, block_elements / n), [&](std::size_t begin, std::size_t end) {
-        for (std::size_t r = begin; r < end; ++r) row_axpy(1.f, bs.data(), xs.data() + r * n, n);
-    });
+    parallel_ranges(*this, rows, std::max<std::size_t>(1, block_elements / n),
+                    [&](std::size_t begin, std::size_t end) {
+                        for (std::size_t r = begin; r < end; ++r)
+                            row_axpy(1.f, bs.data(), xs.data() + r * n, n);
+                    });
     xs.store();
 }
 
@@ -70,8 +72,8 @@ void CpuBackend::add_assign(const Tensor& dst, const Tensor& src, double alpha) 
     d.store();
 }
 
-void CpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,
-                            bool accumulate) {
+void CpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n,
+                            std::size_t inner, bool accumulate) {
     count_kernel();
     if (outer * inner == 0) return;
     const F32View xs(*this, x);
@@ -159,7 +161,8 @@ void CpuBackend::global_norm_squared(std::span<const Tensor> tensors, const Tens
             partials[block] = row_dot(x, x, count);
         } else {
             std::vector<float> x(count);
-            load_floats(tensor.dtype(), cpu_bytes(tensor) + begin * dtype_size(tensor.dtype()), count, x.data());
+            load_floats(tensor.dtype(), cpu_bytes(tensor) + begin * dtype_size(tensor.dtype()), count,
+                        x.data());
             partials[block] = row_dot(x.data(), x.data(), count);
         }
     });

@@ -59,7 +59,8 @@ float impl_dot(const float* x, const float* y, std::size_t n) {
         c = xsimd::fma(Batch::load_unaligned(x + i + 2 * lanes), Batch::load_unaligned(y + i + 2 * lanes), c);
         d = xsimd::fma(Batch::load_unaligned(x + i + 3 * lanes), Batch::load_unaligned(y + i + 3 * lanes), d);
     }
-    for (; i + lanes <= n; i += lanes) a = xsimd::fma(Batch::load_unaligned(x + i), Batch::load_unaligned(y + i), a);
+    for (; i + lanes <= n; i += lanes)
+        a = xsimd::fma(Batch::load_unaligned(x + i), Batch::load_unaligned(y + i), a);
     float sum = xsimd::hadd((a + b) + (c + d));
     for (; i < n; ++i) sum += x[i] * y[i];
     return sum;
@@ -139,8 +140,16 @@ void impl_softmax_backward(const float* y, const float* dy, float dot, float* dx
 }
 
 constexpr RowFunctions row_functions_here{
-    lanes,     impl_max,   impl_sum,  impl_dot, impl_exp_shifted, impl_scale, impl_axpy, impl_squared_deviation,
-    impl_normalize, impl_softmax_backward,
+    lanes,
+    impl_max,
+    impl_sum,
+    impl_dot,
+    impl_exp_shifted,
+    impl_scale,
+    impl_axpy,
+    impl_squared_deviation,
+    impl_normalize,
+    impl_softmax_backward,
 };
 
 }  // namespace

@@ -9,7 +9,7 @@ namespace tapevm::nn::detail {
 const RowFunctions& row_functions_baseline() { return row_functions_here; }
 
 const RowFunctions& row_functions() {
-    static const RowFunctions& chosen = [] () -> const RowFunctions& {
+    static const RowFunctions& chosen = []() -> const RowFunctions& {
 #if defined(TAPEVM_NN_CPU_AVX2)
         const char* isa = std::getenv("TAPEVM_CPU_ISA");
         const bool forced_baseline = isa != nullptr && std::strcmp(isa, "sse2") == 0;

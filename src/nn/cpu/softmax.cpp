@@ -11,7 +11,9 @@ namespace tapevm::nn::detail {
 namespace {
 
 // Rows per block: about this many elements, at least one row.
-std::size_t rows_per_block(std::size_t n) { return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(n, 1)); }
+std::size_t rows_per_block(std::size_t n) {
+    return std::max<std::size_t>(1, 16384 / std::max<std::size_t>(n, 1));
+}
 
 // y = softmax(x) for one row (y may be x). A row whose largest value is -inf gives zeros.
 void softmax_row(const float* x, float* y, std::size_t n) {
@@ -72,8 +74,9 @@ void CpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, cons
     const std::int32_t* target = cpu_data<std::int32_t>(targets);
     for (std::size_t r = 0; r < rows; ++r) {
         if (target[r] != pad_id && (target[r] < 0 || static_cast<std::size_t>(target[r]) >= n)) {
-            throw Error("cross_entropy: targets: id " + std::to_string(target[r]) + " at row " + std::to_string(r) +
-                        " is outside [0, " + std::to_string(n) + ") and is not the pad id " + std::to_string(pad_id));
+            throw Error("cross_entropy: targets: id " + std::to_string(target[r]) + " at row " +
+                        std::to_string(r) + " is outside [0, " + std::to_string(n) +
+                        ") and is not the pad id " + std::to_string(pad_id));
         }
     }
     if (rows == 0) return;

@@ -51,7 +51,8 @@ double median_seconds(const std::function<void()>& body) {
 }
 
 // Medians of `first` and `second` timed alternately, after one warm-up of each.
-std::pair<double, double> median_pair(const std::function<void()>& first, const std::function<void()>& second) {
+std::pair<double, double> median_pair(const std::function<void()>& first,
+                                      const std::function<void()>& second) {
     first();
     second();
     std::vector<double> a, b;
@@ -59,7 +60,8 @@ std::pair<double, double> median_pair(const std::function<void()>& first, const 
         for (int which = 0; which < 2; ++which) {
             const auto start = std::chrono::steady_clock::now();
             (which == 0 ? first : second)();
-            (which == 0 ? a : b).push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            (which == 0 ? a : b)
+                .push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         }
     }
     std::sort(a.begin(), a.end());
@@ -67,7 +69,8 @@ std::pair<double, double> median_pair(const std::function<void()>& first, const 
     return {a[a.size() / 2], b[b.size() / 2]};
 }
 
-Tensor random_tensor(const Device& device, const Shape& shape, std::uint64_t seed, double low = -1, double high = 1) {
+Tensor random_tensor(const Device& device, const Shape& shape, std::uint64_t seed, double low = -1,
+                     double high = 1) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<float> uniform(static_cast<float>(low), static_cast<float>(high));
     std::vector<float> values(element_count(shape));
@@ -89,15 +92,18 @@ void bench_matmul(const Device& cpu, std::size_t m, std::size_t n, std::size_t k
         cpu.synchronize();
     };
     const auto direct_run = [&] {
-        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-                    static_cast<int>(n), static_cast<int>(k), 1.f, ha.data(), static_cast<int>(ta ? m : k), hb.data(),
-                    static_cast<int>(tb ? k : n), 0.f, hc.data(), static_cast<int>(n));
+        cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.f, ha.data(),
+                    static_cast<int>(ta ? m : k), hb.data(), static_cast<int>(tb ? k : n), 0.f, hc.data(),
+                    static_cast<int>(n));
     };
     const auto [ours, direct] = median_pair(ours_run, direct_run);
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    std::printf("matmul %-4s %5zu x %5zu x %5zu   nn %8.3f ms %7.1f GFLOP/s   cblas %8.3f ms %7.1f GFLOP/s   ratio %.3f\n",
-                ta ? (tb ? "TT" : "TN") : (tb ? "NT" : "NN"), m, n, k, ours * 1e3, flops / ours * 1e-9, direct * 1e3,
-                flops / direct * 1e-9, ours / direct);
+    std::printf(
+        "matmul %-4s %5zu x %5zu x %5zu   nn %8.3f ms %7.1f GFLOP/s   cblas %8.3f ms %7.1f GFLOP/s   ratio "
+        "%.3f\n",
+        ta ? (tb ? "TT" : "TN") : (tb ? "NT" : "NN"), m, n, k, ours * 1e3, flops / ours * 1e-9, direct * 1e3,
+        flops / direct * 1e-9, ours / direct);
 }
 
 }  // namespace
@@ -124,7 +130,8 @@ int main(int argc, char** argv) {
     // ---- matmul against cblas_sgemm -------------------------------------------------------------
     const std::size_t tokens = small ? 1024 : 4096;
     for (bool ta : {false, true}) {
-        for (bool tb : {false, true}) bench_matmul(cpu, small ? 256 : 1024, small ? 256 : 1024, small ? 256 : 1024, ta, tb);
+        for (bool tb : {false, true})
+            bench_matmul(cpu, small ? 256 : 1024, small ? 256 : 1024, small ? 256 : 1024, ta, tb);
     }
     bench_matmul(cpu, tokens, 1152, 384, false, false);  // GPT: qkv projection
     bench_matmul(cpu, tokens, 384, 1536, false, true);   // GPT: dx of the MLP's output
@@ -171,7 +178,8 @@ int main(int argc, char** argv) {
     for (const RowKernel& kernel : kernels) {
         // The anchor, timed alternately with the kernel: nn::copy (threaded memmove) of a tensor
         // sized so that it reads and writes as many bytes as the kernel.
-        const auto copy_elements = static_cast<std::size_t>(kernel.tensors_moved / 2 * static_cast<double>(rows * n));
+        const auto copy_elements =
+            static_cast<std::size_t>(kernel.tensors_moved / 2 * static_cast<double>(rows * n));
         Tensor from = cpu.zeros({copy_elements}, DType::f32), to = cpu.zeros({copy_elements}, DType::f32);
         const auto [time, anchor] = median_pair(
             [&] {
@@ -183,8 +191,9 @@ int main(int argc, char** argv) {
                 cpu.synchronize();
             });
         const double moved = kernel.tensors_moved * static_cast<double>(bytes);
-        std::printf("%-26s [%zu x %zu] %8.3f ms %7.1f GB/s   copy %8.3f ms %7.1f GB/s   vs copy %.2f\n", kernel.name,
-                    rows, n, time * 1e3, moved / time * 1e-9, anchor * 1e3, moved / anchor * 1e-9, anchor / time);
+        std::printf("%-26s [%zu x %zu] %8.3f ms %7.1f GB/s   copy %8.3f ms %7.1f GB/s   vs copy %.2f\n",
+                    kernel.name, rows, n, time * 1e3, moved / time * 1e-9, anchor * 1e3,
+                    moved / anchor * 1e-9, anchor / time);
     }
     return 0;
 }

@@ -116,7 +116,8 @@ inline void check_case(const std::string& name, DType dtype, double tolerance, c
             }
         }
         CHECK(failures == 0);
-        CHECK_MESSAGE(actual[t].to_bytes() == again[t].to_bytes(), name << " output " << t << ": not repeatable");
+        CHECK_MESSAGE(actual[t].to_bytes() == again[t].to_bytes(),
+                      name << " output " << t << ": not repeatable");
         CHECK_MESSAGE(actual[t].to_bytes() == single[t].to_bytes(),
                       name << " output " << t << ": 1 and 2 threads differ");
     }

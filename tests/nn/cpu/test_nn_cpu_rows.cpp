@@ -45,11 +45,13 @@ TEST_CASE("cpu memory kernels: zero, fill, copy with conversion") {
                 CHECK(got[i] == round_to(dtype, round_to(DType::f32, values[i])));
             }
         }
-        Tensor ids = cpu.upload({3}, std::span<const std::int32_t>(std::vector<std::int32_t>{-3, 0, 16777217}));
+        Tensor ids =
+            cpu.upload({3}, std::span<const std::int32_t>(std::vector<std::int32_t>{-3, 0, 16777217}));
         Tensor as_float = cpu.empty({3}, DType::f32);
         copy(ids, as_float);
         CHECK(as_float.to_double() == std::vector<double>{-3, 0, 16777216});
-        Tensor huge = cpu.upload({3}, std::span<const double>(std::vector<double>{3e9, -3e9, -2.9}), DType::f32);
+        Tensor huge =
+            cpu.upload({3}, std::span<const double>(std::vector<double>{3e9, -3e9, -2.9}), DType::f32);
         Tensor saturated = cpu.empty({3}, DType::i32);
         copy(huge, saturated);  // out of range saturates (no undefined conversion)
         const std::vector<std::int32_t> got = saturated.to_int();
@@ -122,16 +124,17 @@ TEST_CASE("cpu softmax and softmax_backward") {
                 softmax(z, z);  // in place
                 return std::vector<Tensor>{y, z};
             });
-            check_case("softmax_backward n=" + std::to_string(n), dtype, 4 * f32_tolerance, [n](const Env& env) {
-                Tensor dx = env.random({33, n}, 24);
-                softmax_backward(env.random({33, n}, 22, 0, 1), env.random({33, n}, 23), dx);
-                return std::vector<Tensor>{dx};
-            });
+            check_case("softmax_backward n=" + std::to_string(n), dtype, 4 * f32_tolerance,
+                       [n](const Env& env) {
+                           Tensor dx = env.random({33, n}, 24);
+                           softmax_backward(env.random({33, n}, 22, 0, 1), env.random({33, n}, 23), dx);
+                           return std::vector<Tensor>{dx};
+                       });
         }
         check_case("softmax edge rows", dtype, f32_tolerance, [](const Env& env) {
             Tensor x = env.values({4, 5}, {-inf, -inf, -inf, -inf, -inf,  // all masked: zeros
-                                           0, -inf, 1, -inf, 2,           // some masked
-                                           1e4, -1e4, 1e4, 0, 1,          // large logits
+                                           0,    -inf, 1,    -inf, 2,     // some masked
+                                           1e4,  -1e4, 1e4,  0,    1,     // large logits
                                            -1e4, -1e4, -1e4, -1e4, -1e4});
             Tensor y = env.zeros({4, 5});
             softmax(x, y);
@@ -162,12 +165,12 @@ TEST_CASE("cpu layer_norm, rms_norm and their backward") {
             check_case("layer_norm_backward " + where, dtype, 2e-5, [&](const Env& env) {
                 Tensor dx = env.random(shape, 40), dgamma = env.random({n}, 41), dbeta = env.random({n}, 42);
                 layer_norm_backward(env.random(shape, 43), env.random(shape, 44), env.random({n}, 45),
-                                    env.random_stats({rows}, 46, -0.5, 0.5), env.random_stats({rows}, 47, 0.5, 2),
-                                    dx, dgamma, dbeta);
+                                    env.random_stats({rows}, 46, -0.5, 0.5),
+                                    env.random_stats({rows}, 47, 0.5, 2), dx, dgamma, dbeta);
                 Tensor dgamma_only = env.zeros({n});
                 layer_norm_backward(env.random(shape, 43), env.random(shape, 44), env.random({n}, 45),
-                                    env.random_stats({rows}, 46, -0.5, 0.5), env.random_stats({rows}, 47, 0.5, 2),
-                                    Tensor(), dgamma_only, Tensor());
+                                    env.random_stats({rows}, 46, -0.5, 0.5),
+                                    env.random_stats({rows}, 47, 0.5, 2), Tensor(), dgamma_only, Tensor());
                 Tensor rdx = env.random(shape, 48), rdgamma = env.random({n}, 49);
                 rms_norm_backward(env.random(shape, 50), env.random(shape, 51), env.random({n}, 52),
                                   env.random_stats({rows}, 53, 0.5, 2), rdx, rdgamma);
@@ -212,14 +215,15 @@ TEST_CASE("cpu ids out of range name the kernel and the id") {
     Tensor out = cpu.zeros({3, 4}, DType::f32);
     Tensor bad = cpu.upload({3}, std::span<const std::int32_t>(std::vector<std::int32_t>{0, 7, 1}));
     Tensor negative = cpu.upload({3}, std::span<const std::int32_t>(std::vector<std::int32_t>{0, 1, -2}));
-    CHECK_THROWS_WITH_AS(embedding(bad, table, out), doctest::Contains("embedding: ids: id 7 at index 1"), Error);
-    CHECK_THROWS_WITH_AS(embedding_backward(negative, out, table), doctest::Contains("embedding_backward: ids: id -2"),
+    CHECK_THROWS_WITH_AS(embedding(bad, table, out), doctest::Contains("embedding: ids: id 7 at index 1"),
                          Error);
+    CHECK_THROWS_WITH_AS(embedding_backward(negative, out, table),
+                         doctest::Contains("embedding_backward: ids: id -2"), Error);
     CHECK(table.to_double() == std::vector<double>(28, 0.0));  // nothing written
     Tensor logits = cpu.zeros({3, 7}, DType::f32);
     Tensor losses = cpu.zeros({3}, DType::f32);
-    CHECK_THROWS_WITH_AS(cross_entropy(logits, bad, losses, Tensor()), doctest::Contains("cross_entropy: targets: id 7"),
-                         Error);
+    CHECK_THROWS_WITH_AS(cross_entropy(logits, bad, losses, Tensor()),
+                         doctest::Contains("cross_entropy: targets: id 7"), Error);
     CHECK_THROWS_AS(cross_entropy(logits, negative, losses, Tensor(), -1), Error);
 }
 
