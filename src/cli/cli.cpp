@@ -16,9 +16,9 @@
 namespace tapevm::cli {
 namespace {
 
-std::array<Command, 8> all_commands() {
+std::array<Command, 10> all_commands() {
     return {example_command(), inspect_command(), eval_command(), demo_command(), devices_command(),
-            bench_command(), adbench_command(), bench_nn_command()};
+            bench_command(), adbench_command(), bench_nn_command(), train_command(), sample_command()};
 }
 
 void print_help(std::ostream& out) {
@@ -35,7 +35,7 @@ void print_help(std::ostream& out) {
 }
 
 const Command* find_command(std::string_view name) {
-    static const std::array<Command, 8> commands = all_commands();
+    static const std::array<Command, 10> commands = all_commands();
     for (const Command& command : commands) {
         if (command.name == name) return &command;
     }

@@ -28,5 +28,7 @@ Command devices_command();
 Command bench_command();
 Command adbench_command();
 Command bench_nn_command();  // command_bench_nn.cpp: the nn kernels' performance mode
+Command train_command();     // command_train.cpp: the MLP and char-gpt training examples
+Command sample_command();    // command_sample.cpp: text from a char-gpt checkpoint
 
 }  // namespace tapevm::cli
