@@ -152,18 +152,24 @@ Tape gelu_tape() {
     });
 }
 
+void write_json(const std::vector<Record>& records, const std::string& device, std::ostream& out);
+
 class Runner {
 public:
     Runner(Device device, std::size_t repeats, bool quick, std::ostream& err)
         : device_(std::move(device)), repeats_(repeats), quick_(quick), err_(err) {}
 
     std::vector<Record> records;
+    /// Called after each record (writes the JSON file so far: a run stopped by a time limit
+    /// keeps what it measured).
+    std::function<void(const std::vector<Record>&)> on_record;
 
     void add(Record record) {
         err_ << "  " << record.kernel << " " << record.shape << " " << record.dtype << ": " << std::fixed
              << std::setprecision(3) << record.seconds * 1e3 << " ms\n"
              << std::defaultfloat;
         records.push_back(std::move(record));
+        if (on_record) on_record(records);
     }
 
     void time(const std::string& group, const std::string& kernel, const std::string& shape, DType dtype, double flops,
@@ -380,16 +386,22 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     };
     const std::size_t repeats =
         arguments.value("--repeats") ? parse_count("--repeats", *arguments.value("--repeats"), 1, 1000) : 7;
-    std::ofstream json;
     const auto json_path = arguments.value("--json");
-    if (json_path) {
-        json.open(std::string(*json_path));
+    if (json_path) {  // a bad path fails before minutes of measuring
+        std::ofstream json{std::string(*json_path)};
         if (!json) throw Error("cannot write '" + std::string(*json_path) + "': " + std::strerror(errno));
     }
 
     const Device device = device_name == "gpu" ? Device::gpu() : Device::cpu();
     err << "bench-nn on " << device.name() << (device.has_cooperative_matrix() ? " (cooperative matrices)" : "") << '\n';
     Runner runner(device, repeats, arguments.has("--quick"), err);
+    if (json_path) {
+        runner.on_record = [&](const std::vector<Record>& records) {
+            std::ofstream json{std::string(*json_path)};
+            write_json(records, device.name(), json);
+            if (!json) throw Error("cannot write '" + std::string(*json_path) + "'");
+        };
+    }
     // A kernel the device lacks for a dtype (Unsupported) is reported and left out.
     const auto guarded = [&](const std::string& what, const std::function<void()>& body) {
         try {
@@ -415,11 +427,6 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     }
     if (want("adamw")) guarded("adamw", [&] { runner.adamw(); });
     print_table(runner.records, device.name(), out);
-    if (json_path) {
-        write_json(runner.records, device.name(), json);
-        json.close();
-        if (!json) throw Error("cannot write '" + std::string(*json_path) + "'");
-    }
     return 0;
 }
 

@@ -96,8 +96,8 @@ void add_matmul_cases(std::vector<Case>& cases, bool sweep) {
     cases.push_back(matmul_case({1, 1, 1, 1, false, false, 1, 0, Batching::none, false}));
     cases.push_back(matmul_case({1, 0, 7, 16, false, false, 1, 0, Batching::none, false}));
     cases.push_back(matmul_case({1, 7, 16, 0, false, false, 1, 1, Batching::none, false}));  // K = 0: C = beta C
-    // An empty batch: C [0, 7, 16] with A and B shared. (Batched A [0, 7, 5] is refused by the
-    // front end today, which reads batch 0 as "not batched": reported to the core helper.)
+    // Empty batches: C [0, 7, 16] with A and B batched, or shared.
+    cases.push_back(matmul_case({0, 7, 16, 5, false, false, 1, 0, Batching::both, false}));
     cases.push_back(matmul_case({0, 7, 16, 5, false, false, 1, 0, Batching::shared_both, false}));
     cases.push_back(matmul_case({3, 7, 16, 5, false, true, 1, 0, Batching::shared_both, false}));
     cases.push_back(matmul_case({2, 129, 130, 200, false, true, 1, 0, Batching::both, false}));  // the big tiles

@@ -7,7 +7,7 @@
 // under test (the two runs must agree bitwise: determinism), then compares element by element:
 //
 //   |device - reference| <= tolerance * (depth * u_f32 + store_roundings * u_dtype) * scale
-//                           + u_stored * |reference|          (when stored in f16 or bf16)
+//                           + u_stored * |reference| + half a subnormal step  (when stored in f16 or bf16)
 //
 // where the case gives, per output, `scale` (per element: |A||B| for matmul, a row's scale for
 // row kernels), `depth` (roundings the f32 arithmetic may accumulate: K for matmul, about
