@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/nn_gpu.sh [BUILD_DIR] [OUT_DIR]: the nn kernels' GPU run, in one call on the GPU machine.
-# bench/nn_gpu.sh --pack BUILD_DIR: here, before that call: copies the programs it runs, stripped,
-#   into .gpu/nn (ignored; the Vulkan loader's .deb is in .gpu already), so that the device call
-#   carries [".gpu"] and runs `bash bench/nn_gpu.sh .gpu/nn`.
+# bench/nn_gpu.sh --pack BUILD_DIR: here, before that call: packs the programs it runs, stripped,
+#   with the shared libraries the GPU machine lacks (ADOL-C), into .gpu/nn.tar.xz (ignored; the
+#   Vulkan loader's .deb is in .gpu already; OpenBLAS's runtime in .gpulibs), so that the device
+#   call carries [".gpu"] and runs `bash bench/nn_gpu.sh .gpu/nn` (which unpacks it).
 #
 # BUILD_DIR (default build/) is a release build holding src/cli/tapevm and
 # tests/nn/conformance/test_nn_conformance (and, optional, tests/nn/gpu/bench_nn_gpu and the
@@ -30,18 +31,32 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 if [[ ${1:-} == --pack ]]; then
     from=${2:?usage: bench/nn_gpu.sh --pack BUILD_DIR}
+    rm -rf .gpu/nn .gpu/nn.tar.xz
     for program in src/cli/tapevm tests/nn/conformance/test_nn_conformance tests/nn/gpu/bench_nn_gpu; do
         [[ -f $from/$program ]] || continue
         mkdir -p ".gpu/nn/$(dirname "$program")"
         strip --strip-unneeded -o ".gpu/nn/$program" "$from/$program" || exit 1
     done
+    # Shared libraries the GPU machine lacks (ADOL-C for tapevm; OpenBLAS travels in .gpulibs).
+    mkdir -p .gpu/nn/lib
+    ldd .gpu/nn/src/cli/tapevm .gpu/nn/tests/nn/*/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
+        case $(basename "$library") in
+            libadolc.so* | libColPack*.so* | libboost*.so*) cp -L "$library" .gpu/nn/lib/ ;;
+        esac
+    done
     ls ../shared/vulkan-loader/*.deb >/dev/null 2>&1 && cp -n ../shared/vulkan-loader/*.deb .gpu/
-    du -sh .gpu .gpulibs 2>/dev/null
+    tar -cJf .gpu/nn.tar.xz -C .gpu nn && rm -rf .gpu/nn  # compressed: the device tool carries 64 MiB
+    du -sh .gpu .gpu/nn.tar.xz .gpulibs 2>/dev/null
     exit 0
 fi
 build=${1:-build}
 out=${2:-${OUT:-/tmp/nn_gpu}}
 mkdir -p "$out"
+# A packed build (--pack) travels compressed: unpack it where it was asked for.
+if [[ $build == .gpu/nn && ! -d .gpu/nn && -f .gpu/nn.tar.xz ]]; then
+    tar -xJf .gpu/nn.tar.xz -C .gpu || exit 1
+fi
+[[ -d $build/lib ]] && export LD_LIBRARY_PATH=$root/$build/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 tapevm=$build/src/cli/tapevm
 conformance=$build/tests/nn/conformance/test_nn_conformance
 read -r limit_conformance limit_bench limit_torch limit_extra <<<"${TAPEVM_NN_GPU_LIMITS:-180 150 100 60}"
@@ -49,7 +64,8 @@ exec > >(tee "$out/log.txt") 2>&1
 start_all=$SECONDS
 
 # 0. loader, OpenBLAS, driver
-if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gpu/*.deb >/dev/null 2>&1; then
+# (libglvnd's packages beside the loader: NVIDIA's Vulkan driver needs libGLX.so.0.)
+if { ! ldconfig -p | grep -q libvulkan.so.1 || ! ldconfig -p | grep -q libGLX.so.0; } && ls .gpu/*.deb >/dev/null 2>&1; then
     for f in .gpu/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
