@@ -33,5 +33,8 @@ for device in gpu cpu; do
     "$tapevm" train char-gpt --data "$work/corpus.txt" --device "$device" --preset tiny --steps "$steps" \
         --out "$work/$device.safetensors" --log "$work/$device.jsonl"
 done
+echo "== train char-gpt --preset tiny --device gpu --fp16"
+"$tapevm" train char-gpt --data "$work/corpus.txt" --device gpu --preset tiny --steps "$steps" --fp16 \
+    --out "$work/gpu_fp16.safetensors" --log "$work/gpu_fp16.jsonl"
 echo "== sample from the gpu checkpoint"
 "$tapevm" sample --checkpoint "$work/gpu.safetensors" --prompt "In the beginning" --tokens 300 --device gpu

@@ -20,7 +20,7 @@ namespace {
 constexpr std::string_view help = R"(usage: tapevm train mlp [--steps N] [--device cpu|gpu|reference] [--lr X] [--seed N]
        tapevm train char-gpt --data FILE [--device cpu|gpu|reference] [--preset tiny|shakespeare-char]
                              [--steps N] [--batch N] [--accumulation N] [--lr X] [--seed N]
-                             [--eval-interval N] [--out FILE] [--log FILE] [--resume FILE]
+                             [--eval-interval N] [--out FILE] [--log FILE] [--resume FILE] [--fp16]
 
 mlp: a 2-64-64-1 tanh MLP regresses sin(2 x1) cos(1.5 x2) on [-1, 1]^2 from random batches
 of 1,024 points with Adam (warm-up, cosine decay) and reports the validation mean squared
@@ -48,12 +48,15 @@ options:
   --out FILE            the checkpoint (char-gpt.safetensors)
   --log FILE            also write one JSON object per step to FILE
   --resume FILE         continue from a checkpoint this command wrote
+  --fp16                mixed precision: f16 weights and activations for the passes, f32
+                        master weights for the optimizer, dynamic loss scaling (a step with
+                        non-finite gradients is skipped and the scale halved)
 )";
 
 constexpr OptionSpec options[] = {
     {"--device", true}, {"--steps", true}, {"--lr", true}, {"--seed", true}, {"--data", true},
     {"--preset", true}, {"--batch", true}, {"--accumulation", true}, {"--eval-interval", true},
-    {"--log-interval", true}, {"--out", true}, {"--log", true}, {"--resume", true}, {"--help", false}};
+    {"--log-interval", true}, {"--out", true}, {"--log", true}, {"--resume", true}, {"--fp16", false}, {"--help", false}};
 
 nn::Device make_device(std::string_view name) {
     if (name == "cpu") return nn::Device::cpu();
@@ -123,6 +126,9 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     config.vocab = corpus.vocab_size();
     config.seed = seed;
     nn::GPT model(device, config);
+    const bool fp16 = arguments.has("--fp16");
+    if (fp16) nn::enable_mixed_precision(model.parameters(), nn::DType::f16);
+    nn::LossScaler scaler;
     nn::AdamW optimizer(model.parameters(), {.lr = lr, .beta2 = 0.99, .weight_decay = 0.1});
     nn::LanguageModelObjective objective(model);
     nn::TrainerOptions trainer_options;
@@ -132,6 +138,7 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     trainer_options.schedule = nn::CosineSchedule{lr, lr / 10, std::min<std::size_t>(100, steps / 10), steps};
     trainer_options.eval_interval = eval_interval;
     trainer_options.eval_batches = 8;
+    if (fp16) trainer_options.loss_scaler = &scaler;
     nn::Trainer trainer(objective, optimizer, trainer_options);
     if (const auto resume = arguments.value("--resume")) {
         trainer.load_checkpoint(std::string(*resume));
@@ -146,7 +153,7 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     if (const auto path = arguments.value("--log")) log.emplace(std::string(*path), arguments.has("--resume"));
     out << "char-gpt " << preset << " on " << device.name() << ": " << model.parameter_count() << " parameters, vocab "
         << config.vocab << ", " << corpus.train_tokens() << " training characters, batch " << batch << " x "
-        << accumulation << " x " << config.context << '\n' << std::flush;
+        << accumulation << " x " << config.context << (fp16 ? ", fp16 mixed precision" : "") << '\n' << std::flush;
     nn::ProgressBar progress(steps);
     const auto report = [&](const nn::StepReport& r) {
         nn::LogRecord record{.step = r.step, .loss = r.loss, .val_loss = r.validation_loss, .lr = r.lr,
