@@ -134,3 +134,25 @@ TEST_CASE("fp16 mixed precision: f32 masters, f16 compute, an overflowing step s
     const std::vector<float> half = p.compute.to_float();
     for (std::size_t i = 0; i < master.size(); ++i) CHECK(half[i] == half_to_float(float_to_half(master[i])));
 }
+
+TEST_CASE("device memory stays flat over training steps (cpu)") {
+    const CharCorpus corpus(markov_text(4000, 8));
+    const Device device = Device::cpu();
+    GPT model(device, {.vocab = 8, .context = 16, .layers = 2, .heads = 2, .dim = 16, .dropout = 0.1, .seed = 2});
+    AdamW optimizer(model.parameters());
+    LanguageModelObjective objective(model);
+    TrainerOptions options;
+    options.steps = 1000;
+    options.clip = 1.0;
+    options.eval_interval = 100;
+    options.eval_batches = 1;
+    Trainer trainer(objective, optimizer, options);
+    const BatchSource train = corpus.source(device, false, 2, 16, 1);
+    const BatchSource validation = corpus.source(device, true, 2, 16, 1);
+    std::uint64_t after_warm_up = 0;
+    trainer.fit(train, validation, [&](const StepReport& r) {
+        if (r.step == 100) after_warm_up = device.live_memory();
+        if (r.step > 100 && r.step % 100 == 0) CHECK(device.live_memory() == after_warm_up);
+    });
+    CHECK(after_warm_up > 0);
+}
