@@ -26,14 +26,17 @@ struct Run {
     std::vector<std::vector<double>> parameters;
 };
 
-Run train(const Device& device, const CharCorpus& corpus, const GPTConfig& config) {
+Run train(const Device& device, const CharCorpus& corpus, const GPTConfig& config, bool fp16 = false) {
     GPT model(device, config);
+    if (fp16) enable_mixed_precision(model.parameters(), DType::f16);
     AdamW optimizer(model.parameters(), {.lr = 3e-3});
     LanguageModelObjective objective(model);
+    LossScaler scaler(1024);
     TrainerOptions options;
     options.steps = 5;
     options.accumulation = 2;
     options.clip = 1.0;
+    if (fp16) options.loss_scaler = &scaler;
     Trainer trainer(objective, optimizer, options);
     Run run;
     trainer.fit(corpus.source(device, false, 2, config.context, 3), {},
@@ -64,6 +67,20 @@ TEST_CASE("gpu: five AdamW steps of a tiny GPT match the cpu device") {
         INFO("parameter " << i << ": max difference " << error);
         CHECK(error <= 1e-4);
     }
+}
+
+TEST_CASE("gpu: fp16 mixed precision (f16 compute, f32 masters, loss scaling) matches the cpu device within 1e-2") {
+    const CharCorpus corpus(cycle_text(2000));
+    const GPTConfig config{.vocab = corpus.vocab_size(), .context = 8, .layers = 1, .heads = 2, .dim = 16, .seed = 3};
+    const Run cpu = train(Device::cpu(), corpus, config, true);
+    const Run gpu = train(Device::gpu(), corpus, config, true);
+    REQUIRE(gpu.losses.size() == cpu.losses.size());
+    for (std::size_t i = 0; i < cpu.losses.size(); ++i) {
+        INFO("step " << i + 1 << ": cpu " << cpu.losses[i] << " gpu " << gpu.losses[i]);
+        CHECK(std::isfinite(gpu.losses[i]));
+        CHECK(std::abs(gpu.losses[i] - cpu.losses[i]) <= 1e-2 * std::abs(cpu.losses[i]));
+    }
+    CHECK(gpu.losses.back() < gpu.losses.front());
 }
 
 TEST_CASE("gpu: KV-cache decoding equals the full forward pass") {
