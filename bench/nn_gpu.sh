@@ -32,8 +32,10 @@ cd "$root"
 if [[ ${1:-} == --pack ]]; then
     from=${2:?usage: bench/nn_gpu.sh --pack BUILD_DIR}
     rm -rf .gpu/nn .gpu/nn.tar.xz
-    for program in src/cli/tapevm tests/nn/conformance/test_nn_conformance tests/nn/gpu/bench_nn_gpu; do
-        [[ -f $from/$program ]] || continue
+    for path in "$from"/src/cli/tapevm "$from"/tests/nn/conformance/test_nn_conformance "$from"/tests/nn/gpu/test_nn_gpu* \
+        "$from"/tests/nn/gpu/bench_nn_gpu "$from"/tests/nn/elementwise/*_nn_elementwise*; do
+        [[ -f $path && -x $path ]] || continue
+        program=${path#"$from"/}
         mkdir -p ".gpu/nn/$(dirname "$program")"
         strip --strip-unneeded -o ".gpu/nn/$program" "$from/$program" || exit 1
     done
