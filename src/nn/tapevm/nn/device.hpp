@@ -61,7 +61,9 @@ public:
     static Device reference();
     /// The CPU device. Devices with the same options share their threads.
     static Device cpu(CpuOptions options = {});
-    /// The GPU device. Throws tapevm::DeviceUnavailable (with the reason) without one.
+    /// The GPU device. Throws tapevm::DeviceUnavailable (with the reason) without one. Calls
+    /// with the same options return the same device (one stream), which lives until the
+    /// program exits (so a Device held in a static is safe at exit).
     static Device gpu(GpuOptions options = {});
     /// True when Device::gpu() with default options would succeed (a Vulkan device exists).
     static bool gpu_available();
