@@ -3,14 +3,18 @@
 #include "backend.hpp"  // the binding and push-constant limits
 
 #include <array>
+#include <cstdlib>
+#include <iostream>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "errors.hpp"
 #include "float_controls.hpp"
 #include "glsl_compiler.hpp"
 #include "gpu/nn_shader_table.hpp"  // generated (build/src/nn/gpu)
 #include "tapevm/error.hpp"
+#include "tuning.hpp"
 
 namespace tapevm::nn::detail {
 
@@ -76,7 +80,43 @@ Pipelines::Pipelines(gpu::detail::Device& device) : device_(device) {
     }
     denorm_widths_ = gpu::detail::denorm_preserve_widths(device.float_controls(), false);
     inf_nan_widths_ = gpu::detail::inf_nan_preserve_widths(device.float_controls(), false);
+    // Measurement switch TAPEVM_NN_FLOAT_CONTROLS: 0 none, denorm or infnan only one patch.
+    if (const char* env = std::getenv("TAPEVM_NN_FLOAT_CONTROLS"); env != nullptr) {
+        const std::string_view mode(env);
+        if (mode == "0" || mode == "infnan") denorm_widths_.clear();
+        if (mode == "0" || mode == "denorm") inf_nan_widths_.clear();
+    }
+    statistics_ = gpu::detail::tuning().pipeline_stats &&
+                  device.device().getDispatcher()->vkGetPipelineExecutableStatisticsKHR != nullptr;
 }
+
+namespace {
+
+// Prints the driver's statistics of `pipeline` (registers, ...) to stderr.
+void print_statistics(const vk::raii::Device& device, const vk::raii::Pipeline& pipeline, const std::string& name) {
+    try {
+        const auto executables = device.getPipelineExecutablePropertiesKHR(vk::PipelineInfoKHR(*pipeline));
+        for (std::uint32_t e = 0; e < executables.size(); ++e) {
+            std::cerr << "nn gpu pipeline " << name << " [" << executables[e].name.data() << "]:";
+            for (const auto& statistic :
+                 device.getPipelineExecutableStatisticsKHR(vk::PipelineExecutableInfoKHR(*pipeline, e))) {
+                std::cerr << ' ' << statistic.name.data() << '=';
+                switch (statistic.format) {
+                    case vk::PipelineExecutableStatisticFormatKHR::eBool32: std::cerr << statistic.value.b32; break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eInt64: std::cerr << statistic.value.i64; break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eUint64: std::cerr << statistic.value.u64; break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eFloat64: std::cerr << statistic.value.f64; break;
+                }
+                std::cerr << ';';
+            }
+            std::cerr << '\n';
+        }
+    } catch (const vk::Error& error) {
+        std::cerr << "nn gpu pipeline " << name << ": no statistics (" << error.what() << ")\n";
+    }
+}
+
+}  // namespace
 
 Pipelines::~Pipelines() = default;
 
@@ -97,7 +137,11 @@ std::unique_ptr<GpuPipeline> Pipelines::make(const std::string& name, std::span<
         const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
                                                       specialization.empty() ? nullptr : &constants);
         const std::lock_guard lock(device_.mutex());
-        made->pipeline = vk::raii::Pipeline(device_.device(), nullptr, vk::ComputePipelineCreateInfo({}, stage, *layout_));
+        const vk::PipelineCreateFlags flags =
+            statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
+        made->pipeline =
+            vk::raii::Pipeline(device_.device(), nullptr, vk::ComputePipelineCreateInfo(flags, stage, *layout_));
+        if (statistics_) print_statistics(device_.device(), made->pipeline, specialization_key(name, specialization));
     } catch (...) {
         gpu::detail::rethrow_setup_error("nn gpu: cannot create the pipeline of " + name);
     }

@@ -2,6 +2,12 @@
 // kernel (storage buffers at bindings 0 .. 15 of set 0, 128 bytes of push constants), and the
 // pipelines, created on first use and cached by (shader name, specialization constants) for
 // the embedded shaders, or by a caller's key for GLSL compiled at run time.
+//
+// Each module gets vm_gpu's DenormPreserve / SignedZeroInfNanPreserve patch where the device
+// allows (float_controls.hpp); TAPEVM_NN_FLOAT_CONTROLS=0 (or denorm, infnan: that patch only)
+// changes it for measurements. TAPEVM_GPU_PIPELINE_STATS=1 prints each pipeline's driver
+// statistics (registers, local memory, ...) to stderr where VK_KHR_pipeline_executable_properties
+// is enabled: NVIDIA's "Local Memory Size" is 2^36 + the bytes a thread spills.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +59,7 @@ private:
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
     std::vector<std::uint32_t> denorm_widths_, inf_nan_widths_;
+    bool statistics_ = false;  // TAPEVM_GPU_PIPELINE_STATS=1 where the driver has them
     // unique_ptr: references stay valid as the maps grow.
     std::map<std::string, std::unique_ptr<GpuPipeline>, std::less<>> embedded_;
     std::map<std::string, std::unique_ptr<GpuPipeline>, std::less<>> glsl_;
