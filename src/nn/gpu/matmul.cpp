@@ -171,6 +171,7 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
     const std::uint32_t threads = 128;  // 4 subgroups of 32
     const std::uint32_t warps_n = threads / 32 / std::max(warps_m, 1u);
     const bool valid = warps_m > 0 && warps_n > 0 && bm % (warps_m * mm) == 0 && bn % (warps_n * nn) == 0 &&
+                       bm / (warps_m * mm) <= 4 && bn / (warps_n * nn) <= 8 &&  // the shader's named accumulators
                        bk % kk == 0 && bk % 8 == 0 && bm % 8 == 0 && bn % 8 == 0 &&
                        (bm * bk / 8) % threads == 0 && (bk * bn / 8) % threads == 0 &&
                        2 * bk * (bm + bn) + 4 * 4 * mm * nn <= max_shared_memory();

@@ -4,6 +4,7 @@
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_control_flow_attributes : require
 // matmul on tensor cores (VK_NV_cooperative_matrix): f16 A and B, f32 accumulation, C of
 // NN_OUT_DTYPE; the same contract and push constants as matmul.comp. Used only where the
 // device lists the f16 x f16 -> f32 subgroup shape (MM x NN x KK: specialization constants
@@ -61,16 +62,53 @@ uvec4 load8_a(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
     const uint at = base + row * ld + col;
     if (pc.vec_a != 0u && row < rows && col + 7 < cols) return a8[at / 8];
     uint h[8];
-    for (uint e = 0; e < 8; ++e) h[e] = (row < rows && col + e < cols) ? uint(a[at + e]) : 0u;
+    [[unroll]] for (uint e = 0; e < 8; ++e) h[e] = (row < rows && col + e < cols) ? uint(a[at + e]) : 0u;
     return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
 }
 uvec4 load8_b(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
     const uint at = base + row * ld + col;
     if (pc.vec_b != 0u && row < rows && col + 7 < cols) return b8[at / 8];
     uint h[8];
-    for (uint e = 0; e < 8; ++e) h[e] = (row < rows && col + e < cols) ? uint(b[at + e]) : 0u;
+    [[unroll]] for (uint e = 0; e < 8; ++e) h[e] = (row < rows && col + e < cols) ? uint(b[at + e]) : 0u;
     return uvec4(h[0] | (h[1] << 16), h[2] | (h[3] << 16), h[4] | (h[5] << 16), h[6] | (h[7] << 16));
 }
+
+#define NN_ACC fcoopmatNV<32, gl_ScopeSubgroup, MM, NN>
+
+// Fragment i of A (j of B) of the k step at kk, where i < TILES_M (j < TILES_N).
+#define NN_LOAD_FA(fa, i)                                                                       \
+    if (TILES_M > i) {                                                                          \
+        const uint m = wm * WM + i * MM;                                                        \
+        if (!TRANS_A) coopMatLoadNV(fa, As, (m * BK + kk) / 8, BK / 8, false);                  \
+        else coopMatLoadNV(fa, As, (kk * BM + m) / 8, BM / 8, true);                            \
+    }
+#define NN_LOAD_FB(fb, j)                                                                       \
+    if (TILES_N > j) {                                                                          \
+        const uint n = wn * WN + j * NN;                                                        \
+        if (!TRANS_B) coopMatLoadNV(fb, Bs, (kk * BN + n) / 8, BN / 8, false);                  \
+        else coopMatLoadNV(fb, Bs, (n * BK + kk) / 8, BK / 8, true);                            \
+    }
+#define NN_MMA(acc, fa, fb, i, j) \
+    if (TILES_M > i && TILES_N > j) acc = coopMatMulAddNV(fa, fb, acc);
+// Accumulator (i, j) through this subgroup's shared tile to C: alpha, beta, bounds, rounding.
+#define NN_STORE_ACC(acc, i, j)                                                                 \
+    if (TILES_M > i && TILES_N > j) {                                                           \
+        coopMatStoreNV(acc, Cs[warp], 0, NN, false);                                            \
+        subgroupMemoryBarrierShared();                                                          \
+        subgroupBarrier();                                                                      \
+        const uint row0 = m0 + wm * WM + i * MM, col0 = n0 + wn * WN + j * NN;                  \
+        for (uint e = lane; e < MM * NN; e += 32) {                                             \
+            const uint row = row0 + e / NN, col = col0 + e % NN;                                \
+            if (row < M && col < N) {                                                           \
+                const uint at = c_base + row * N + col;                                         \
+                float value = pc.alpha * Cs[warp][e];                                           \
+                if (pc.beta != 0.0) value += pc.beta * NN_OUT_LOAD(c[at]);                      \
+                c[at] = NN_OUT_STORE(value);                                                    \
+            }                                                                                   \
+        }                                                                                       \
+        subgroupMemoryBarrierShared();                                                          \
+        subgroupBarrier();                                                                      \
+    }
 
 void main() {
     const uint tid = gl_LocalInvocationID.x;
@@ -85,15 +123,23 @@ void main() {
         const uint k_begin = pc.k_split != 0u ? z * pc.k_split : 0u;
         const uint k_end = pc.k_split != 0u ? min(K, k_begin + pc.k_split) : K;
         const uint tiles = (k_end - k_begin + BK - 1) / BK;
-        fcoopmatNV<32, gl_ScopeSubgroup, MM, NN> acc[TILES_M][TILES_N];
-        for (uint i = 0; i < TILES_M; ++i)
-            for (uint j = 0; j < TILES_N; ++j) acc[i][j] = fcoopmatNV<32, gl_ScopeSubgroup, MM, NN>(0.0);
+        // The TILES_M x TILES_N accumulators (at most 4 x 8, matmul.cpp) as named variables, and
+        // the fragments below too: no array, so nothing indexed the driver could put in local
+        // memory (it did with arrays: 640 bytes, 32 TFLOP/s on an H200).
+        NN_ACC acc00 = NN_ACC(0.0), acc01 = NN_ACC(0.0), acc02 = NN_ACC(0.0), acc03 = NN_ACC(0.0);
+        NN_ACC acc04 = NN_ACC(0.0), acc05 = NN_ACC(0.0), acc06 = NN_ACC(0.0), acc07 = NN_ACC(0.0);
+        NN_ACC acc10 = NN_ACC(0.0), acc11 = NN_ACC(0.0), acc12 = NN_ACC(0.0), acc13 = NN_ACC(0.0);
+        NN_ACC acc14 = NN_ACC(0.0), acc15 = NN_ACC(0.0), acc16 = NN_ACC(0.0), acc17 = NN_ACC(0.0);
+        NN_ACC acc20 = NN_ACC(0.0), acc21 = NN_ACC(0.0), acc22 = NN_ACC(0.0), acc23 = NN_ACC(0.0);
+        NN_ACC acc24 = NN_ACC(0.0), acc25 = NN_ACC(0.0), acc26 = NN_ACC(0.0), acc27 = NN_ACC(0.0);
+        NN_ACC acc30 = NN_ACC(0.0), acc31 = NN_ACC(0.0), acc32 = NN_ACC(0.0), acc33 = NN_ACC(0.0);
+        NN_ACC acc34 = NN_ACC(0.0), acc35 = NN_ACC(0.0), acc36 = NN_ACC(0.0), acc37 = NN_ACC(0.0);
 
         // Tile t's uvec4s into registers (the next tile loads while the current one multiplies).
         uvec4 ra[VA];
         uvec4 rb[VB];
 #define LOAD_TILES(t)                                                                           \
-        for (uint q = 0; q < VA; ++q) {                                                         \
+        [[unroll]] for (uint q = 0; q < VA; ++q) {                                              \
             const uint v = tid + q * THREADS;                                                   \
             if (!TRANS_A) {                                                                     \
                 const uint m = v / (BK / 8), k = (v % (BK / 8)) * 8;                            \
@@ -103,7 +149,7 @@ void main() {
                 ra[q] = load8_a(a_base, k_begin + (t) * BK + k, m0 + m, k_end, M, M);           \
             }                                                                                   \
         }                                                                                       \
-        for (uint q = 0; q < VB; ++q) {                                                         \
+        [[unroll]] for (uint q = 0; q < VB; ++q) {                                              \
             const uint v = tid + q * THREADS;                                                   \
             if (!TRANS_B) {                                                                     \
                 const uint k = v / (BN / 8), n = (v % (BN / 8)) * 8;                            \
@@ -114,8 +160,8 @@ void main() {
             }                                                                                   \
         }
 #define STORE_TILES()                                                                           \
-        for (uint q = 0; q < VA; ++q) As[tid + q * THREADS] = ra[q];                            \
-        for (uint q = 0; q < VB; ++q) Bs[tid + q * THREADS] = rb[q];
+        [[unroll]] for (uint q = 0; q < VA; ++q) As[tid + q * THREADS] = ra[q];                 \
+        [[unroll]] for (uint q = 0; q < VB; ++q) Bs[tid + q * THREADS] = rb[q];
 
         if (tiles > 0) {
             LOAD_TILES(0)
@@ -126,21 +172,53 @@ void main() {
             if (t + 1 < tiles) {
                 LOAD_TILES(t + 1)
             }
-            for (uint kk = 0; kk < BK; kk += KK) {
-                fcoopmatNV<16, gl_ScopeSubgroup, MM, KK> fa[TILES_M];
-                fcoopmatNV<16, gl_ScopeSubgroup, KK, NN> fb[TILES_N];
-                for (uint i = 0; i < TILES_M; ++i) {
-                    const uint m = wm * WM + i * MM;
-                    if (!TRANS_A) coopMatLoadNV(fa[i], As, (m * BK + kk) / 8, BK / 8, false);
-                    else coopMatLoadNV(fa[i], As, (kk * BM + m) / 8, BM / 8, true);
-                }
-                for (uint j = 0; j < TILES_N; ++j) {
-                    const uint n = wn * WN + j * NN;
-                    if (!TRANS_B) coopMatLoadNV(fb[j], Bs, (kk * BN + n) / 8, BN / 8, false);
-                    else coopMatLoadNV(fb[j], Bs, (n * BK + kk) / 8, BK / 8, true);
-                }
-                for (uint i = 0; i < TILES_M; ++i)
-                    for (uint j = 0; j < TILES_N; ++j) acc[i][j] = coopMatMulAddNV(fa[i], fb[j], acc[i][j]);
+            [[unroll]] for (uint kk = 0; kk < BK; kk += KK) {
+                fcoopmatNV<16, gl_ScopeSubgroup, MM, KK> fa0, fa1, fa2, fa3;
+                fcoopmatNV<16, gl_ScopeSubgroup, KK, NN> fb0, fb1, fb2, fb3, fb4, fb5, fb6, fb7;
+                NN_LOAD_FA(fa0, 0)
+                NN_LOAD_FA(fa1, 1)
+                NN_LOAD_FA(fa2, 2)
+                NN_LOAD_FA(fa3, 3)
+                NN_LOAD_FB(fb0, 0)
+                NN_LOAD_FB(fb1, 1)
+                NN_LOAD_FB(fb2, 2)
+                NN_LOAD_FB(fb3, 3)
+                NN_LOAD_FB(fb4, 4)
+                NN_LOAD_FB(fb5, 5)
+                NN_LOAD_FB(fb6, 6)
+                NN_LOAD_FB(fb7, 7)
+                NN_MMA(acc00, fa0, fb0, 0, 0)
+                NN_MMA(acc01, fa0, fb1, 0, 1)
+                NN_MMA(acc02, fa0, fb2, 0, 2)
+                NN_MMA(acc03, fa0, fb3, 0, 3)
+                NN_MMA(acc04, fa0, fb4, 0, 4)
+                NN_MMA(acc05, fa0, fb5, 0, 5)
+                NN_MMA(acc06, fa0, fb6, 0, 6)
+                NN_MMA(acc07, fa0, fb7, 0, 7)
+                NN_MMA(acc10, fa1, fb0, 1, 0)
+                NN_MMA(acc11, fa1, fb1, 1, 1)
+                NN_MMA(acc12, fa1, fb2, 1, 2)
+                NN_MMA(acc13, fa1, fb3, 1, 3)
+                NN_MMA(acc14, fa1, fb4, 1, 4)
+                NN_MMA(acc15, fa1, fb5, 1, 5)
+                NN_MMA(acc16, fa1, fb6, 1, 6)
+                NN_MMA(acc17, fa1, fb7, 1, 7)
+                NN_MMA(acc20, fa2, fb0, 2, 0)
+                NN_MMA(acc21, fa2, fb1, 2, 1)
+                NN_MMA(acc22, fa2, fb2, 2, 2)
+                NN_MMA(acc23, fa2, fb3, 2, 3)
+                NN_MMA(acc24, fa2, fb4, 2, 4)
+                NN_MMA(acc25, fa2, fb5, 2, 5)
+                NN_MMA(acc26, fa2, fb6, 2, 6)
+                NN_MMA(acc27, fa2, fb7, 2, 7)
+                NN_MMA(acc30, fa3, fb0, 3, 0)
+                NN_MMA(acc31, fa3, fb1, 3, 1)
+                NN_MMA(acc32, fa3, fb2, 3, 2)
+                NN_MMA(acc33, fa3, fb3, 3, 3)
+                NN_MMA(acc34, fa3, fb4, 3, 4)
+                NN_MMA(acc35, fa3, fb5, 3, 5)
+                NN_MMA(acc36, fa3, fb6, 3, 6)
+                NN_MMA(acc37, fa3, fb7, 3, 7)
             }
             barrier();
             if (t + 1 < tiles) {
@@ -150,24 +228,37 @@ void main() {
         }
 
         // Each accumulator through this subgroup's shared tile to C.
-        for (uint i = 0; i < TILES_M; ++i) {
-            for (uint j = 0; j < TILES_N; ++j) {
-                coopMatStoreNV(acc[i][j], Cs[warp], 0, NN, false);
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-                const uint row0 = m0 + wm * WM + i * MM, col0 = n0 + wn * WN + j * NN;
-                for (uint e = lane; e < MM * NN; e += 32) {
-                    const uint row = row0 + e / NN, col = col0 + e % NN;
-                    if (row < M && col < N) {
-                        const uint at = c_base + row * N + col;
-                        float value = pc.alpha * Cs[warp][e];
-                        if (pc.beta != 0.0) value += pc.beta * NN_OUT_LOAD(c[at]);
-                        c[at] = NN_OUT_STORE(value);
-                    }
-                }
-                subgroupMemoryBarrierShared();
-                subgroupBarrier();
-            }
-        }
+        NN_STORE_ACC(acc00, 0, 0)
+        NN_STORE_ACC(acc01, 0, 1)
+        NN_STORE_ACC(acc02, 0, 2)
+        NN_STORE_ACC(acc03, 0, 3)
+        NN_STORE_ACC(acc04, 0, 4)
+        NN_STORE_ACC(acc05, 0, 5)
+        NN_STORE_ACC(acc06, 0, 6)
+        NN_STORE_ACC(acc07, 0, 7)
+        NN_STORE_ACC(acc10, 1, 0)
+        NN_STORE_ACC(acc11, 1, 1)
+        NN_STORE_ACC(acc12, 1, 2)
+        NN_STORE_ACC(acc13, 1, 3)
+        NN_STORE_ACC(acc14, 1, 4)
+        NN_STORE_ACC(acc15, 1, 5)
+        NN_STORE_ACC(acc16, 1, 6)
+        NN_STORE_ACC(acc17, 1, 7)
+        NN_STORE_ACC(acc20, 2, 0)
+        NN_STORE_ACC(acc21, 2, 1)
+        NN_STORE_ACC(acc22, 2, 2)
+        NN_STORE_ACC(acc23, 2, 3)
+        NN_STORE_ACC(acc24, 2, 4)
+        NN_STORE_ACC(acc25, 2, 5)
+        NN_STORE_ACC(acc26, 2, 6)
+        NN_STORE_ACC(acc27, 2, 7)
+        NN_STORE_ACC(acc30, 3, 0)
+        NN_STORE_ACC(acc31, 3, 1)
+        NN_STORE_ACC(acc32, 3, 2)
+        NN_STORE_ACC(acc33, 3, 3)
+        NN_STORE_ACC(acc34, 3, 4)
+        NN_STORE_ACC(acc35, 3, 5)
+        NN_STORE_ACC(acc36, 3, 6)
+        NN_STORE_ACC(acc37, 3, 7)
     }
 }
