@@ -48,7 +48,8 @@ TEST_CASE("save and load every dtype on the reference and CPU devices") {
         const SafetensorsFile file = SafetensorsFile::open(path);
         CHECK(file.metadata().at("device") == device.name());
         CHECK(file.keys().size() == tensors.size());
-        for (const auto& [name, tensor] : tensors) {
+        for (const auto& [key, tensor] : tensors) {
+            const std::string& name = key;  // clang 14 cannot capture a structured binding (CAPTURE)
             CAPTURE(name);
             CHECK(file.dtype(name) == tensor.dtype());
             CHECK(file.shape(name) == tensor.shape());
