@@ -3,12 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <tuple>
 
 #include "context.hpp"
 #include "errors.hpp"
@@ -287,19 +284,8 @@ void GpuBackend::elementwise_backward(const Tape& tape, std::span<const Tensor> 
 
 // ---- construction ------------------------------------------------------------------------------
 
-// One backend (one stream) per set of options, made on first use and kept until the program
-// exits: never destroyed, so that a Device held in a static is not torn down after the Vulkan
-// loader's and the validation layer's own statics (which crashed in Stream::~Stream at exit,
-// found with MALLOC_PERTURB_ and the validation layer on lavapipe). vm_gpu keeps its logical
-// devices open until exit for the same reason.
 std::shared_ptr<Backend> make_gpu_backend(const GpuOptions& options) {
-    static std::mutex mutex;
-    static auto* backends = new std::map<std::tuple<std::string, bool, bool>, std::shared_ptr<Backend>>();
-    const std::lock_guard lock(mutex);
-    const auto key = std::make_tuple(options.device, options.validation, options.cooperative_matrix);
-    auto found = backends->find(key);
-    if (found == backends->end()) found = backends->emplace(key, std::make_shared<GpuBackend>(options)).first;
-    return found->second;
+    return std::make_shared<GpuBackend>(options);
 }
 
 bool gpu_backend_available() {

@@ -7,9 +7,26 @@
 
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include "../../keep_driver_loaded.hpp"
+#include "nn_gpu_device.hpp"
 #include "tapevm/gpu.hpp"
 #include "tapevm/nn/device.hpp"
+
+namespace tapevm::nn::test {
+namespace {
+std::optional<Device> shared_gpu;
+}  // namespace
+
+Device gpu_device() {
+    if (!shared_gpu) shared_gpu.emplace(Device::gpu());
+    return *shared_gpu;
+}
+
+void release_gpu_device() { shared_gpu.reset(); }
+
+}  // namespace tapevm::nn::test
 
 int main(int argc, char** argv) {
     tapevm::test::keep_vulkan_driver_loaded();
@@ -20,6 +37,7 @@ int main(int argc, char** argv) {
     }
     doctest::Context context(argc, argv);
     const int result = context.run();
+    tapevm::nn::test::release_gpu_device();
     if (context.shouldExit()) return result;
     const auto messages = tapevm::gpu::validation_messages();
     for (const auto& message : messages) std::printf("validation layer: %s\n", message.c_str());

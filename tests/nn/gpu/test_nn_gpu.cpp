@@ -19,16 +19,14 @@
 #include "tapevm/nn/kernels.hpp"
 #include "tapevm/nn/tensor.hpp"
 
+#include "nn_gpu_device.hpp"
 using namespace tapevm::nn;
 
 namespace {
 
 const DType float_dtypes[] = {DType::f32, DType::f16, DType::bf16};
 
-Device& gpu() {
-    static Device device = Device::gpu();
-    return device;
-}
+Device gpu() { return tapevm::nn::test::gpu_device(); }
 
 detail::GpuBackend& backend() { return static_cast<detail::GpuBackend&>(gpu().backend()); }
 

@@ -16,14 +16,12 @@
 #include "tapevm/nn/kernels.hpp"
 #include "tapevm/nn/tensor.hpp"
 
+#include "nn_gpu_device.hpp"
 using namespace tapevm::nn;
 
 namespace {
 
-Device& gpu() {
-    static Device device = Device::gpu();
-    return device;
-}
+Device gpu() { return tapevm::nn::test::gpu_device(); }
 Device& reference() {
     static Device device = Device::reference();
     return device;

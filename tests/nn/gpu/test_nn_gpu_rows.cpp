@@ -17,6 +17,7 @@
 #include "tapevm/nn/kernels.hpp"
 #include "tapevm/nn/tensor.hpp"
 
+#include "nn_gpu_device.hpp"
 using namespace tapevm::nn;
 
 namespace {
@@ -25,10 +26,7 @@ const DType float_dtypes[] = {DType::f32, DType::f16, DType::bf16};
 // 3000: teams of a whole workgroup (lavapipe: 32 subgroups of 8); 129: of two subgroups.
 const std::size_t row_lengths[] = {1, 7, 65, 129, 3000};
 
-Device& gpu() {
-    static Device device = Device::gpu();
-    return device;
-}
+Device gpu() { return tapevm::nn::test::gpu_device(); }
 Device& reference() {
     static Device device = Device::reference();
     return device;

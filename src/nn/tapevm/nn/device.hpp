@@ -61,9 +61,10 @@ public:
     static Device reference();
     /// The CPU device. Devices with the same options share their threads.
     static Device cpu(CpuOptions options = {});
-    /// The GPU device. Throws tapevm::DeviceUnavailable (with the reason) without one. Calls
-    /// with the same options return the same device (one stream), which lives until the
-    /// program exits (so a Device held in a static is safe at exit).
+    /// The GPU device (a new stream on vm_gpu's shared Vulkan device). Throws
+    /// tapevm::DeviceUnavailable (with the reason) without one. Release GPU Devices before
+    /// main returns: one destroyed during static destruction may meet the Vulkan loader's and
+    /// layers' own state already torn down.
     static Device gpu(GpuOptions options = {});
     /// True when Device::gpu() with default options would succeed (a Vulkan device exists).
     static bool gpu_available();
