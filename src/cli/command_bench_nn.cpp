@@ -10,15 +10,7 @@
 // and divides. Inputs are checked for nothing here: the conformance suite
 // (tests/nn/conformance) checks the same kernels.
 #include <algorithm>
-// Debian's openblas_config.h declares C99 _Complex types, which clang -Wpedantic rejects in C++.
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wc99-extensions"
-#endif
-#include <cblas.h>
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
+#include "cpu/cblas.hpp"
 #include <chrono>
 #include <cmath>
 #include <cstring>

@@ -2,15 +2,7 @@
 // one call per batch, or a single call when a shared 2-D B lets the batch fold into M.
 // f16/bf16 operands are converted to f32 first; a C of another dtype goes through an f32
 // copy (loaded only when beta != 0) that is rounded on store.
-// Debian's openblas_config.h declares C99 _Complex types, which clang -Wpedantic rejects in C++.
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wc99-extensions"
-#endif
-#include <cblas.h>
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
+#include "cblas.hpp"
 
 #include "cpu/parallel.hpp"
 

@@ -9,15 +9,7 @@
 // against nn::copy (a threaded memmove) moving the same bytes, timed alternately with the
 // kernel; target >= 0.70. memcpy's single-thread figure is printed once for comparison. Each
 // figure is the median of R timed runs after one warm-up (matmul and anchor alternate).
-// Debian's openblas_config.h declares C99 _Complex types, which clang -Wpedantic rejects in C++.
-#if defined(__clang__)
-#pragma clang diagnostic push
-#pragma clang diagnostic ignored "-Wc99-extensions"
-#endif
-#include <cblas.h>
-#if defined(__clang__)
-#pragma clang diagnostic pop
-#endif
+#include "cpu/cblas.hpp"
 
 #include <algorithm>
 #include <chrono>
