@@ -27,15 +27,19 @@ last step, global-norm clipping at 1, mean cross-entropy over all tokens.
 
 Batches, one of:
   --batches FILE   safetensors with i32 `inputs` and `targets` [N][B][T] (step s uses s mod N)
-                   and optionally `val_inputs`/`val_targets` [M][B][T] (tapevm's
-                   nn::save_token_batches writes it);
-  --data CORPUS    draws them exactly as tapevm's TextDataset does (bytes, sorted vocabulary,
-                   last --val-fraction for validation, windows from its counter-based RNG, --seed);
+                   and optionally `val_inputs`/`val_targets` [M][B][T] (validation batch j is
+                   j mod M), as `tapevm train char-gpt --batches-out` (nn::save_token_batches)
+                   writes it;
+  --data CORPUS    draws them exactly as `tapevm train char-gpt --data CORPUS --seed S` does
+                   (tapevm's TextDataset: bytes, sorted vocabulary, last --val-fraction for
+                   validation, windows from its counter-based RNG; --seed defaults to 1 as there);
   neither          uniform random tokens (speed only).
+Each evaluation (--eval-interval) averages validation batches 0 .. --eval-iters - 1, the same
+ones every time, as tapevm's Trainer::evaluate (char-gpt's --eval-batches, 8 by default).
 
-examples (GPU machine):
+examples (GPU machine; bench/nn_parity.sh runs the first against tapevm):
   python3 bench/gpt_torch.py --init init.safetensors --batches batches.safetensors --steps 20 \\
-      --precision f32 --json torch_f32.json
+      --precision f32 --json torch_f32.json --log torch_f32.jsonl --compare tapevm_final.safetensors
   python3 bench/gpt_torch.py --data kjv.txt --steps 5000 --precision bf16 --log torch.jsonl
   python3 bench/gpt_torch.py --steps 50 --precision fp16   # speed only: random init and tokens
   python3 bench/gpt_torch.py --self-test                    # format and RNG checks, no GPU needed
@@ -316,7 +320,7 @@ def main():
     parser.add_argument("--batches", type=pathlib.Path, help="batches file (safetensors, see above)")
     parser.add_argument("--data", type=pathlib.Path, help="text corpus, drawn as tapevm's TextDataset")
     parser.add_argument("--val-fraction", type=float, default=0.1)
-    parser.add_argument("--seed", type=int, default=0, help="TextDataset seed (--data)")
+    parser.add_argument("--seed", type=int, default=1, help="TextDataset seed (--data), as char-gpt's --seed")
     parser.add_argument("--precision", choices=["f32", "fp16", "bf16"], default="f32")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--threads", type=int, help="CPU threads (torch.set_num_threads)")
@@ -337,7 +341,8 @@ def main():
     parser.add_argument("--beta2", type=float, default=0.99)
     parser.add_argument("--clip", type=float, default=1.0)
     parser.add_argument("--eval-interval", type=int, default=0, help="steps between validations (0: none)")
-    parser.add_argument("--eval-iters", type=int, default=20)
+    parser.add_argument("--eval-iters", type=int, default=8,
+                        help="validation batches 0 .. N-1 per evaluation (char-gpt's --eval-batches)")
     parser.add_argument("--warmup-timing", type=int, default=5, help="steps left out of tokens/s")
     parser.add_argument("--json", type=pathlib.Path, help="results file (default: stdout)")
     parser.add_argument("--log", type=pathlib.Path, help="JSON-lines log as tapevm writes it (plot_loss.py)")
@@ -425,7 +430,7 @@ def main():
             torch.cuda.synchronize()
 
     losses = torch.zeros(args.steps, device=device)
-    val_losses, val_index = [], 0
+    val_losses = []
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats()
     first_step_at = None
@@ -454,9 +459,8 @@ def main():
             model.eval()
             with torch.no_grad():
                 total = 0.0
-                for _ in range(args.eval_iters):
-                    total += compute_loss(*batch_for("validation", val_index)).item()
-                    val_index += 1
+                for index in range(args.eval_iters):  # the same batches every time, as tapevm's
+                    total += compute_loss(*batch_for("validation", index)).item()
             model.train()
             val_losses.append({"step": step + 1, "val_loss": total / args.eval_iters,
                                "elapsed": time.perf_counter() - started})

@@ -155,7 +155,8 @@ CharCorpus::CharCorpus(std::string_view text, double validation_fraction) {
         throw Error("CharCorpus: validation_fraction " + std::to_string(validation_fraction) + " is outside [0, 1)");
     }
     const std::vector<std::int32_t> ids = encode_chars(vocabulary_, text);
-    const auto split = static_cast<std::size_t>(static_cast<double>(ids.size()) * (1 - validation_fraction));
+    // As TextDataset: the last floor(size x fraction) tokens are the validation split.
+    const auto split = ids.size() - static_cast<std::size_t>(std::floor(static_cast<double>(ids.size()) * validation_fraction));
     train_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(split));
     validation_.assign(ids.begin() + static_cast<std::ptrdiff_t>(split), ids.end());
 }
@@ -175,11 +176,16 @@ Batch CharCorpus::batch(const Device& device, bool validation, std::uint64_t ind
                     std::to_string(data.size()) + " characters, fewer than context + 1 = " +
                     std::to_string(context + 1));
     }
-    const std::uint64_t stream = (validation ? (std::uint64_t{1} << 63) : 0) ^ index;
-    const std::size_t starts = data.size() - context;
+    // TextDataset's windows (src/nn/io/data.cpp: the same streams, counters and multiply-high
+    // map; tests/nn/train/test_nn_examples_parity.cpp checks that they agree).
+    constexpr std::uint64_t window_stream[2] = {0x5452'4149'4e00'0000ULL, 0x5641'4c49'4400'0000ULL};
+    const std::uint64_t stream = window_stream[validation ? 1 : 0];
+    const std::uint64_t starts = data.size() - context;
     std::vector<std::int32_t> inputs(batch * context), targets(batch * context);
     for (std::size_t b = 0; b < batch; ++b) {
-        const std::size_t start = static_cast<std::size_t>(detail::counter_bits(seed, stream, b) % starts);
+        __extension__ typedef unsigned __int128 Wide;
+        const std::uint64_t bits = detail::counter_bits(seed, stream, index * batch + b);
+        const auto start = static_cast<std::size_t>((Wide(bits) * starts) >> 64);
         std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(start), context, inputs.begin() + static_cast<std::ptrdiff_t>(b * context));
         std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(start + 1), context,
                     targets.begin() + static_cast<std::ptrdiff_t>(b * context));

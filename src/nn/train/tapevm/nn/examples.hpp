@@ -4,7 +4,9 @@
 //   - character-level language model: CharCorpus (a byte vocabulary, a train/validation
 //     split, random windows of context + 1), a GPT, and sampling through KV caches.
 // (src/nn/io's TextDataset and DataLoader are the general tools; CharCorpus is the small,
-// deterministic piece these examples need.)
+// deterministic piece these examples need without io. It splits and draws exactly as
+// TextDataset does, which `tapevm train char-gpt` uses and bench/gpt_torch.py --data
+// reproduces.)
 #pragma once
 
 #include <cstddef>
@@ -47,8 +49,9 @@ MlpRegressionResult train_mlp_regression(const Device& device, const MlpRegressi
 
 // ---- characters -----------------------------------------------------------------------------
 
-/// A text as byte tokens: the vocabulary is the sorted distinct bytes; the first 90% (by
-/// default) is the training split, the rest validation.
+/// A text as byte tokens: the vocabulary is the sorted distinct bytes; the last
+/// floor(size x validation_fraction) tokens are the validation split, the rest training (as
+/// TextDataset).
 class CharCorpus {
 public:
     /// Throws tapevm::Error for a text with fewer than 2 distinct bytes or too short to split.
@@ -60,9 +63,10 @@ public:
     std::size_t train_tokens() const { return train_.size(); }
     std::size_t validation_tokens() const { return validation_.size(); }
 
-    /// Batch `index` of `batch` windows of context + 1 tokens at positions drawn from (seed,
-    /// index): inputs and targets i32 [batch][context]. Throws when a split is shorter than
-    /// context + 1.
+    /// Batch `index` of `batch` windows of context + 1 tokens: inputs and targets i32
+    /// [batch][context], the same as TextDataset::batch_at(split, index) with that seed,
+    /// batch size and context (window b starts at a draw from (seed, split, index x batch + b)).
+    /// Throws when a split is shorter than context + 1.
     Batch batch(const Device& device, bool validation, std::uint64_t index, std::size_t batch, std::size_t context,
                 std::uint64_t seed) const;
     /// A BatchSource over one split.
