@@ -66,6 +66,12 @@ public:
     virtual std::uint64_t live_memory() const = 0;
     virtual std::uint64_t peak_memory() const = 0;
     virtual void reset_peak_memory() = 0;
+    /// Bytes the backend keeps from the driver for reuse (cached buffers included): >= live.
+    virtual std::uint64_t reserved_memory() const { return live_memory(); }
+    /// Returns cached, unused memory to the driver (after the work that used it).
+    virtual void empty_cache() {}
+    /// Where the time went (TAPEVM_NN_PROFILE=1): a table, or "" when not profiling.
+    virtual std::string profile_report() const { return {}; }
 
     // Kernels (kernels.hpp has their contracts). Defaults throw Unsupported.
     virtual void zero(const Tensor& x);

@@ -91,5 +91,8 @@ StreamStats Device::stream_stats() const { return backend_->stream_stats(); }
 std::uint64_t Device::live_memory() const { return backend_->live_memory(); }
 std::uint64_t Device::peak_memory() const { return backend_->peak_memory(); }
 void Device::reset_peak_memory() const { backend_->reset_peak_memory(); }
+std::uint64_t Device::reserved_memory() const { return backend_->reserved_memory(); }
+void Device::empty_cache() const { backend_->empty_cache(); }
+std::string Device::profile_report() const { return backend_->profile_report(); }
 
 }  // namespace tapevm::nn

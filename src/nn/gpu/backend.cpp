@@ -1,7 +1,10 @@
 #include "backend.hpp"
 
+#include "buffer_pool.hpp"
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -25,18 +28,6 @@
 #endif
 
 namespace tapevm::nn::detail {
-
-/// Bytes the tensors of one backend hold: shared with their buffers, which release their
-/// bytes when the last batch using them completes (possibly after the backend is gone).
-struct GpuBackend::MemoryCounter {
-    std::atomic<std::uint64_t> live{0}, peak{0};
-    void charge(std::uint64_t bytes) {
-        const std::uint64_t now = live.fetch_add(bytes) + bytes;
-        std::uint64_t seen = peak.load();
-        while (now > seen && !peak.compare_exchange_weak(seen, now)) {
-        }
-    }
-};
 
 namespace {
 
@@ -63,15 +54,22 @@ GpuBackend::GpuBackend(const GpuOptions& options) {
     vm_options.device = options.device;
     vm_options.validation = options.validation;
     device_ = gpu::detail::Device::acquire(vm_options);
+    pool_ = std::make_unique<BufferPool>(*device_, gpu::detail::MemoryKind::device);
     pipelines_ = std::make_unique<Pipelines>(*device_);
     stream_ = std::make_unique<Stream>(*device_, pipelines_->set_layout(), pipelines_->layout());
-    memory_ = std::make_shared<MemoryCounter>();
     const auto& features = device_->compute_features();
     cooperative_matrix_ = options.cooperative_matrix && !env_disables_coopmat() && features.cooperative_matrix &&
                           device_->info().subgroup_size == 32 && !features.cooperative_f16_f32_shapes.empty();
 }
 
 GpuBackend::~GpuBackend() {
+    if (stream_->profiling()) {  // TAPEVM_NN_PROFILE=1: the table goes to stderr as the device goes
+        try {
+            stream_->synchronize();
+            std::fputs(profile_report().c_str(), stderr);
+        } catch (...) {
+        }
+    }
     stream_.reset();  // waits for the batches in flight, then frees what they held
 }
 
@@ -139,26 +137,63 @@ std::uint64_t GpuBackend::max_binding_bytes() const { return device_->limits().m
 
 // ---- memory ----------------------------------------------------------------------------------
 
-std::shared_ptr<Storage> GpuBackend::allocate(std::size_t bytes) {
-    device_->check_alive();
-    // Whole 32-bit words: fills and 16-bit kernels may touch the last word's padding.
-    const std::uint64_t rounded = (static_cast<std::uint64_t>(bytes) + 3) / 4 * 4;
-    auto buffer = std::make_shared<GpuBuffer>();
+std::shared_ptr<GpuBuffer> GpuBackend::take_buffer(std::uint64_t bytes) {
     try {
-        buffer->buffer = gpu::detail::DeviceBuffer(*device_, rounded, gpu::detail::MemoryKind::device);
+        return pool_->take(bytes);
+    } catch (const gpu::detail::OutOfDeviceMemory&) {
+    }
+    // Out of memory: give the cached buffers back to the driver (after the work using them) and
+    // try once more.
+    empty_cache();
+    try {
+        return pool_->take(bytes);
     } catch (const gpu::detail::OutOfDeviceMemory& error) {
         throw OutOfMemory(std::string("gpu: cannot allocate a tensor of ") + std::to_string(bytes) +
                           " bytes: " + error.what());
     }
-    const std::uint64_t charged = buffer->buffer.bytes();
-    memory_->charge(charged);
-    // Released when the buffer goes: with the last tensor over it or the last batch using it.
-    buffer->on_release = std::shared_ptr<void>(nullptr, [counter = memory_, charged](void*) { counter->live -= charged; });
+}
+
+std::shared_ptr<Storage> GpuBackend::allocate(std::size_t bytes) {
+    device_->check_alive();
     auto storage = std::make_shared<GpuStorage>();
+    // Whole 32-bit words at least (fills and 16-bit kernels may touch the last word's padding):
+    // the pool's classes are multiples of 256 bytes.
+    storage->buffer = take_buffer(bytes);
     storage->backend = shared_from_this();
     storage->bytes = bytes;
-    storage->buffer = std::move(buffer);
+    const std::uint64_t now = live_.fetch_add(storage->buffer->buffer.bytes()) + storage->buffer->buffer.bytes();
+    std::uint64_t seen = peak_.load();
+    while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
+    }
     return storage;
+}
+
+GpuStorage::~GpuStorage() {
+    if (buffer && backend) static_cast<GpuBackend&>(*backend).release(std::move(buffer));
+}
+
+void GpuBackend::release(std::shared_ptr<GpuBuffer> buffer) {
+    live_ -= buffer->buffer.bytes();
+    pool_->give_back(std::move(buffer));
+}
+
+void GpuBackend::empty_cache() {
+    pool_->trim();
+    stream_->trim_staging();
+    stream_->synchronize();  // the batches holding dropped buffers complete and free them
+}
+
+std::uint64_t GpuBackend::reserved_memory() const { return pool_->reserved_bytes(); }
+
+std::string GpuBackend::profile_report() const {
+    if (!stream_->profiling()) return {};
+    const BufferPool::Stats stats = pool_->stats();
+    std::string report = stream_->profile_report();
+    report += "tensor buffers: " + std::to_string(stats.created) + " created (" +
+              std::to_string(stats.create_seconds * 1e3) + " ms), " + std::to_string(stats.reused) +
+              " reused; reserved " + std::to_string(pool_->reserved_bytes() >> 20) + " MiB, peak in use " +
+              std::to_string(peak_.load() >> 20) + " MiB\n";
+    return report;
 }
 
 namespace {
@@ -170,12 +205,24 @@ const std::shared_ptr<GpuBuffer>& buffer_of(const Storage& storage) {
 void GpuBackend::write(const Storage& storage, std::size_t offset, std::span<const std::byte> bytes) {
     try {
         stream_->write(buffer_of(storage), offset, bytes);
+        return;
+    } catch (const gpu::detail::OutOfDeviceMemory&) {
+    }
+    empty_cache();
+    try {
+        stream_->write(buffer_of(storage), offset, bytes);
     } catch (const gpu::detail::OutOfDeviceMemory& error) {
         throw OutOfMemory(std::string("gpu: no memory for an upload's staging buffer: ") + error.what());
     }
 }
 
 void GpuBackend::read(const Storage& storage, std::size_t offset, std::span<std::byte> bytes) {
+    try {
+        stream_->read(buffer_of(storage), offset, bytes);
+        return;
+    } catch (const gpu::detail::OutOfDeviceMemory&) {
+    }
+    empty_cache();
     try {
         stream_->read(buffer_of(storage), offset, bytes);
     } catch (const gpu::detail::OutOfDeviceMemory& error) {
@@ -185,9 +232,9 @@ void GpuBackend::read(const Storage& storage, std::size_t offset, std::span<std:
 
 void GpuBackend::synchronize() { stream_->synchronize(); }
 StreamStats GpuBackend::stream_stats() const { return stream_->stats(); }
-std::uint64_t GpuBackend::live_memory() const { return memory_->live.load(); }
-std::uint64_t GpuBackend::peak_memory() const { return memory_->peak.load(); }
-void GpuBackend::reset_peak_memory() { memory_->peak.store(memory_->live.load()); }
+std::uint64_t GpuBackend::live_memory() const { return live_.load(); }
+std::uint64_t GpuBackend::peak_memory() const { return peak_.load(); }
+void GpuBackend::reset_peak_memory() { peak_.store(live_.load()); }
 
 Tensor GpuBackend::scratch(Shape shape, DType dtype) {
     const std::size_t bytes = element_count(shape) * dtype_size(dtype);

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -37,12 +38,16 @@ class Stream;
 class Pipelines;
 struct GpuPipeline;
 
-/// A tensor's device memory: one storage buffer, kept alive by the Storage and by every
-/// batch of recorded work that uses it (so dropping a tensor before synchronize() is safe).
+/// A tensor's device memory: one storage buffer (buffer_pool.hpp), kept alive by the Storage
+/// and by every batch of recorded work that uses it (so dropping a tensor before synchronize()
+/// is safe).
 struct GpuBuffer;
+class BufferPool;
 
-/// The Storage of the gpu backend.
+/// The Storage of the gpu backend. Dropping it gives its buffer back to the backend's pool at
+/// once (stream-ordered reuse, buffer_pool.hpp).
 struct GpuStorage : Storage {
+    ~GpuStorage() override;
     std::shared_ptr<GpuBuffer> buffer;
 };
 
@@ -80,6 +85,9 @@ public:
     std::uint64_t live_memory() const override;
     std::uint64_t peak_memory() const override;
     void reset_peak_memory() override;
+    std::uint64_t reserved_memory() const override;
+    void empty_cache() override;
+    std::string profile_report() const override;
 
     // Kernels of this folder (the others come from gpu-b's rows.cpp/attention.cpp and
     // elementwise.cpp, declared there and defined as members below).
@@ -185,11 +193,15 @@ private:
     void matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options);
     bool matmul_cooperative(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options);
 
+    friend struct GpuStorage;
+    void release(std::shared_ptr<GpuBuffer> buffer);
+    std::shared_ptr<GpuBuffer> take_buffer(std::uint64_t bytes);
+
     std::shared_ptr<gpu::detail::Device> device_;
+    std::unique_ptr<BufferPool> pool_;  // destroyed after the stream has waited for its work
     std::unique_ptr<Pipelines> pipelines_;
     std::unique_ptr<Stream> stream_;
-    struct MemoryCounter;
-    std::shared_ptr<MemoryCounter> memory_;
+    std::atomic<std::uint64_t> live_{0}, peak_{0};
     bool cooperative_matrix_ = false;
 };
 

@@ -2,6 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
+#include <cstdlib>
+#include <iomanip>
+#include <sstream>
+#include <string_view>
 #include <cstring>
 #include <mutex>
 #include <string>
@@ -28,6 +33,20 @@ void full_barrier(const vk::raii::CommandBuffer& commands) {
                              Stage::eComputeShader | Stage::eTransfer, {}, barrier, {}, {});
 }
 
+const std::string copy_name = "copy (transfer)";
+const std::string fill_name = "fill (transfer)";
+const std::string upload_name = "upload (host to device)";
+const std::string download_name = "download (device to host)";
+
+bool profiling_requested() {
+    const char* env = std::getenv("TAPEVM_NN_PROFILE");
+    return env != nullptr && std::string_view(env) != "0" && std::string_view(env) != "";
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::string error_message(const std::uint32_t* words) {
     const auto kernel = static_cast<KernelId>(words[1]);
     const char* name = words[1] < static_cast<std::uint32_t>(KernelId::count) ? kernel_name(kernel) : "a kernel";
@@ -41,7 +60,12 @@ std::string error_message(const std::uint32_t* words) {
 
 Stream::Stream(gpu::detail::Device& device, const vk::raii::DescriptorSetLayout& set_layout,
                const vk::raii::PipelineLayout& layout)
-    : device_(device), set_layout_(set_layout), layout_(layout) {
+    : device_(device),
+      set_layout_(set_layout),
+      layout_(layout),
+      uploads_(device, gpu::detail::MemoryKind::upload),
+      downloads_(device, gpu::detail::MemoryKind::download) {
+    profiling_ = profiling_requested() && device.timestamp_bits() > 0;
     try {
         pool_ = vk::raii::CommandPool(device.device(),
                                       vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
@@ -80,6 +104,11 @@ Stream::Batch& Stream::current() {
                                          vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, 1))
                     .front());
             recording_->fence = vk::raii::Fence(device_.device(), vk::FenceCreateInfo());
+            if (profiling_) {
+                recording_->timestamps = vk::raii::QueryPool(
+                    device_.device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp,
+                                                              static_cast<std::uint32_t>(max_batch_commands + 1)));
+            }
         } catch (...) {
             recording_.reset();
             gpu::detail::rethrow_work_error("nn gpu stream: cannot allocate a command buffer");
@@ -87,6 +116,12 @@ Stream::Batch& Stream::current() {
     }
     try {
         recording_->commands.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
+        if (profiling_) {
+            recording_->commands.resetQueryPool(*recording_->timestamps, 0,
+                                                static_cast<std::uint32_t>(max_batch_commands + 1));
+            recording_->commands.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *recording_->timestamps, 0);
+            recording_->names.clear();
+        }
     } catch (...) {
         gpu::detail::rethrow_work_error("nn gpu stream: cannot begin a command buffer");
     }
@@ -96,19 +131,29 @@ Stream::Batch& Stream::current() {
 
 void Stream::before_command(Batch& batch) { full_barrier(batch.commands); }
 
-void Stream::after_command(Batch& batch) {
+void Stream::after_command(Batch& batch, const std::string& name) {
+    if (profiling_) {
+        batch.commands.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *batch.timestamps,
+                                      static_cast<std::uint32_t>(batch.command_count + 1));
+        batch.names.push_back(&name);
+    }
     ++batch.command_count;
     if (batch.command_count >= max_batch_commands) submit();
 }
 
 vk::DescriptorSet Stream::allocate_set(Batch& batch) {
+    // The batch's pools are reset when it completes and kept: pools[pool_in_use] is the one
+    // being drawn from, a new pool is made only when every kept one is full.
     if (batch.pools.empty() || batch.pool_sets == sets_per_pool) {
-        const vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, sets_per_pool * set_bindings);
-        batch.pools.emplace_back(device_.device(), vk::DescriptorPoolCreateInfo({}, sets_per_pool, size));
+        if (!batch.pools.empty()) ++batch.next_pool;
+        if (batch.next_pool == batch.pools.size()) {
+            const vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, sets_per_pool * set_bindings);
+            batch.pools.emplace_back(device_.device(), vk::DescriptorPoolCreateInfo({}, sets_per_pool, size));
+        }
         batch.pool_sets = 0;
     }
     const vk::DescriptorSetLayout layout = *set_layout_;
-    const vk::DescriptorSetAllocateInfo info(*batch.pools.back(), layout);
+    const vk::DescriptorSetAllocateInfo info(*batch.pools[batch.next_pool], layout);
     const vk::Device device = *device_.device();
     const vk::DescriptorSet set = device.allocateDescriptorSets(info, *device_.device().getDispatcher()).front();
     ++batch.pool_sets;
@@ -148,7 +193,7 @@ void Stream::dispatch(const GpuPipeline& pipeline, std::span<const std::shared_p
         gpu::detail::rethrow_work_error("nn gpu stream: cannot record " + pipeline.name);
     }
     ++stats_.kernels;
-    after_command(batch);
+    after_command(batch, pipeline.name);
 }
 
 void Stream::copy(const std::shared_ptr<GpuBuffer>& src, std::size_t src_offset, const std::shared_ptr<GpuBuffer>& dst,
@@ -161,7 +206,7 @@ void Stream::copy(const std::shared_ptr<GpuBuffer>& src, std::size_t src_offset,
                               vk::BufferCopy(src_offset, dst_offset, bytes));
     batch.keep_alive.push_back(src);
     batch.keep_alive.push_back(dst);
-    after_command(batch);
+    after_command(batch, copy_name);
 }
 
 void Stream::fill(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::size_t bytes, std::uint32_t pattern) {
@@ -171,16 +216,21 @@ void Stream::fill(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std
     before_command(batch);
     batch.commands.fillBuffer(dst->buffer.buffer(), offset, bytes, pattern);
     batch.keep_alive.push_back(dst);
-    after_command(batch);
+    after_command(batch, fill_name);
 }
 
 void Stream::write(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::span<const std::byte> bytes) {
     device_.check_alive();
     if (bytes.empty()) return;
-    auto staging = std::make_shared<GpuBuffer>();
-    staging->buffer = gpu::detail::DeviceBuffer(device_, bytes.size(), gpu::detail::MemoryKind::upload);
+    std::shared_ptr<GpuBuffer> staging = uploads_.take(bytes.size());
     std::memcpy(staging->buffer.mapped(), bytes.data(), bytes.size());
-    copy(staging, 0, dst, offset, bytes.size());
+    Batch& batch = current();
+    // Back to the pool when the copy has run (the host writes staging buffers directly).
+    batch.on_complete.push_back([this, staging] { uploads_.give_back(staging); });
+    before_command(batch);
+    batch.commands.copyBuffer(staging->buffer.buffer(), dst->buffer.buffer(), vk::BufferCopy(0, offset, bytes.size()));
+    batch.keep_alive.push_back(dst);
+    after_command(batch, upload_name);
 }
 
 void Stream::read(const std::shared_ptr<GpuBuffer>& src, std::size_t offset, std::span<std::byte> bytes) {
@@ -189,11 +239,20 @@ void Stream::read(const std::shared_ptr<GpuBuffer>& src, std::size_t offset, std
         synchronize();
         return;
     }
-    auto staging = std::make_shared<GpuBuffer>();
-    staging->buffer = gpu::detail::DeviceBuffer(device_, bytes.size(), gpu::detail::MemoryKind::download);
-    copy(src, offset, staging, 0, bytes.size());
+    std::shared_ptr<GpuBuffer> staging = downloads_.take(bytes.size());
+    Batch& batch = current();
+    before_command(batch);
+    batch.commands.copyBuffer(src->buffer.buffer(), staging->buffer.buffer(), vk::BufferCopy(offset, 0, bytes.size()));
+    batch.keep_alive.push_back(src);
+    after_command(batch, download_name);
     synchronize();
     std::memcpy(bytes.data(), staging->buffer.mapped(), bytes.size());
+    downloads_.give_back(std::move(staging));
+}
+
+void Stream::trim_staging() {
+    uploads_.trim();
+    downloads_.trim();
 }
 
 void Stream::submit() {
@@ -209,8 +268,10 @@ void Stream::submit() {
         batch->recording = false;
         const vk::CommandBuffer commands = *batch->commands;
         const vk::SubmitInfo info({}, {}, commands);
+        const auto started = std::chrono::steady_clock::now();
         const std::lock_guard lock(device_.mutex());
         device_.queue().submit(info, *batch->fence);
+        submit_seconds_ += seconds_since(started);
     } catch (...) {
         device_.mark_lost("nn gpu stream: a submission failed");
         gpu::detail::rethrow_work_error("nn gpu stream: cannot submit a batch");
@@ -223,7 +284,9 @@ void Stream::submit() {
 void Stream::wait_for(Batch& batch) {
     // `batch` is in_flight_.front().
     try {
+        const auto started = std::chrono::steady_clock::now();
         const auto result = device_.device().waitForFences(*batch.fence, VK_TRUE, UINT64_MAX);
+        wait_seconds_ += seconds_since(started);
         if (result != vk::Result::eSuccess) throw vk::SystemError(vk::make_error_code(result), "vkWaitForFences");
     } catch (...) {
         device_.mark_lost("nn gpu stream: waiting for a batch failed");
@@ -232,6 +295,7 @@ void Stream::wait_for(Batch& batch) {
     ++stats_.waits;
     std::unique_ptr<Batch> done = std::move(in_flight_.front());
     in_flight_.pop_front();
+    if (profiling_) collect_profile(*done);
     for (auto& step : done->on_complete) step();
     done->on_complete.clear();
     done->keep_alive.clear();
@@ -240,13 +304,60 @@ void Stream::wait_for(Batch& batch) {
         device_.device().resetFences(*done->fence);
         for (auto& pool : done->pools) pool.reset(vk::DescriptorPoolResetFlags{});
         done->pool_sets = 0;
-        if (done->pools.size() > 1) done->pools.erase(done->pools.begin() + 1, done->pools.end());
+        done->next_pool = 0;
         done->commands.reset(vk::CommandBufferResetFlags{});
     } catch (...) {
         gpu::detail::rethrow_work_error("nn gpu stream: cannot recycle a batch");
     }
     free_.push_back(std::move(done));
     check_errors();
+}
+
+void Stream::collect_profile(Batch& batch) {
+    const std::size_t count = batch.names.size();
+    if (count == 0) return;
+    std::vector<std::uint64_t> stamps(count + 1);
+    const auto result = (*device_.device()).getQueryPoolResults(
+        *batch.timestamps, 0, static_cast<std::uint32_t>(count + 1), stamps.size() * sizeof(std::uint64_t),
+        stamps.data(), sizeof(std::uint64_t), vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait,
+        *device_.device().getDispatcher());
+    if (result != vk::Result::eSuccess) return;
+    const std::uint32_t bits = device_.timestamp_bits();
+    const std::uint64_t mask = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
+    const double tick = static_cast<double>(device_.limits().timestampPeriod) * 1e-9;
+    for (std::size_t i = 0; i < count; ++i) {
+        const std::uint64_t ticks = (stamps[i + 1] - stamps[i]) & mask;
+        ProfileEntry& entry = profile_[*batch.names[i]];
+        ++entry.calls;
+        entry.seconds += static_cast<double>(ticks) * tick;
+    }
+    batch.names.clear();
+}
+
+std::string Stream::profile_report() const {
+    if (!profiling_) return {};
+    std::vector<std::pair<std::string, ProfileEntry>> rows(profile_.begin(), profile_.end());
+    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    double total = 0;
+    for (const auto& row : rows) total += row.second.seconds;
+    std::ostringstream out;
+    out << std::fixed;
+    out << "device time by kernel (GPU timestamps; " << stats_.submissions << " batches):\n";
+    out << std::setw(12) << "ms" << std::setw(8) << "share" << std::setw(10) << "calls" << std::setw(11) << "us/call"
+        << "  kernel\n";
+    for (const auto& [name, entry] : rows) {
+        out << std::setprecision(3) << std::setw(12) << entry.seconds * 1e3 << std::setprecision(1) << std::setw(7)
+            << (total > 0 ? 100 * entry.seconds / total : 0) << "%" << std::setw(10) << entry.calls
+            << std::setprecision(2) << std::setw(11) << entry.seconds * 1e6 / static_cast<double>(entry.calls) << "  "
+            << (name.size() > 90 ? name.substr(0, 87) + "..." : name) << "\n";
+    }
+    out << std::setprecision(3) << std::setw(12) << total * 1e3 << "  total device time\n";
+    const auto up = uploads_.stats(), down = downloads_.stats();
+    out << "host: " << std::setprecision(3) << wait_seconds_ * 1e3 << " ms waiting for the device, "
+        << submit_seconds_ * 1e3 << " ms submitting; staging buffers created " << up.created + down.created
+        << " (" << (up.create_seconds + down.create_seconds) * 1e3 << " ms), reused " << up.reused + down.reused
+        << "\n";
+    return out.str();
 }
 
 void Stream::check_errors() {

@@ -10,16 +10,24 @@
 //
 // Errors found by kernels go to the device error buffer (shaders/nn_common.glsl); wait()
 // checks it after each completed batch and throws tapevm::Error.
+//
+// Staging buffers of uploads and downloads come from pools (buffer_pool.hpp) and go back when
+// their batch completes. With TAPEVM_NN_PROFILE=1 (and a queue with timestamps) each command is
+// followed by a timestamp; completed batches add each command's device time to a table by
+// kernel name (profile_report()).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
+#include <string>
 #include <memory>
 #include <span>
 #include <vector>
 
+#include "buffer_pool.hpp"
 #include "context.hpp"
 #include "memory.hpp"
 #include "tapevm/nn/device.hpp"
@@ -28,12 +36,6 @@
 namespace tapevm::nn::detail {
 
 struct GpuPipeline;
-
-/// A device buffer shared by the tensors over it and the batches that use it.
-struct GpuBuffer {
-    gpu::detail::DeviceBuffer buffer;
-    std::shared_ptr<void> on_release;  // the backend's memory counter (see backend.cpp)
-};
 
 class Stream {
 public:
@@ -61,22 +63,35 @@ public:
     void synchronize();
 
     StreamStats stats() const { return stats_; }
+    /// The profile table (header comment), or "" when not profiling.
+    std::string profile_report() const;
+    bool profiling() const { return profiling_; }
+    /// Drops the staging buffers cached for reuse.
+    void trim_staging();
 
 private:
     struct Batch {
         vk::raii::CommandBuffer commands{nullptr};
         vk::raii::Fence fence{nullptr};
         std::vector<vk::raii::DescriptorPool> pools;
-        std::size_t pool_sets = 0;       // sets taken from pools.back()
+        std::size_t next_pool = 0;       // the pool sets are taken from
+        std::size_t pool_sets = 0;       // sets taken from pools[next_pool]
         std::size_t command_count = 0;   // commands recorded
         std::vector<std::shared_ptr<void>> keep_alive;
         std::vector<std::function<void()>> on_complete;
         bool recording = false;
+        vk::raii::QueryPool timestamps{nullptr};  // profiling: one before the first command, one after each
+        std::vector<const std::string*> names;    // profiling: each command's name
+    };
+    struct ProfileEntry {
+        std::uint64_t calls = 0;
+        double seconds = 0;
     };
 
     Batch& current();           // the batch being recorded (begins one when none)
     void before_command(Batch& batch);
-    void after_command(Batch& batch);
+    void after_command(Batch& batch, const std::string& name);
+    void collect_profile(Batch& batch);
     void submit();              // submits the current batch, if it recorded anything
     void wait_for(Batch& batch);  // waits, runs on_complete, recycles
     void check_errors();
@@ -91,7 +106,11 @@ private:
     std::vector<std::unique_ptr<Batch>> free_;
     std::shared_ptr<GpuBuffer> dummy_;
     gpu::detail::DeviceBuffer errors_;  // host-visible: uint[8], shaders/nn_common.glsl
+    BufferPool uploads_, downloads_;
     StreamStats stats_;
+    bool profiling_ = false;
+    std::map<std::string, ProfileEntry, std::less<>> profile_;
+    double wait_seconds_ = 0, submit_seconds_ = 0;
 };
 
 }  // namespace tapevm::nn::detail

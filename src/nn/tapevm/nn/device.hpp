@@ -97,6 +97,16 @@ public:
     std::uint64_t live_memory() const;
     std::uint64_t peak_memory() const;
     void reset_peak_memory() const;
+    /// Bytes held from the driver, cached buffers included (the gpu device keeps dropped
+    /// tensors' buffers for reuse, like torch.cuda.memory_reserved), and a call that returns the
+    /// cached ones (torch.cuda.empty_cache). An allocation that finds no memory empties the
+    /// cache and tries again before it throws OutOfMemory.
+    std::uint64_t reserved_memory() const;
+    void empty_cache() const;
+    /// With TAPEVM_NN_PROFILE=1 in the environment when the device was made: a table of the
+    /// device time per kernel (GPU timestamps) and of the host's allocation and wait time
+    /// since then; else "".
+    std::string profile_report() const;
 
     friend bool operator==(const Device& a, const Device& b) { return a.backend_ == b.backend_; }
 
