@@ -25,10 +25,13 @@
 #      at the validations of steps 10 and 20), the learning rates, and the parameters after the
 #      last step (per tensor max |ours - torch| / max |torch|, the worst tensor reported);
 #      PASS/FAIL against issue 20's oracle: losses within 1e-5 in f32 and 1e-2 in fp16,
-#      parameters within 1e-4 (f32; fp16 parameters are reported against 1e-2, not an issue
-#      threshold).
+#      parameters within 1e-4 in f32 (the fp16 parameters are reported, not judged: the issue
+#      sets no threshold for them). The attention's key bias (attn.k.bias) is reported apart and left out of the
+#      verdict: the loss does not depend on it (softmax cancels q . b, the same for every key),
+#      so its gradient is rounding noise that Adam turns into steps of about lr on either side.
 # With --no-torch (no PyTorch here), steps 3 and 4 are skipped and step 5 compares step 1 with
-# a tapevm f32 replay from the files (--init, --batches): they must agree exactly.
+# a tapevm f32 replay from the files (--init, --batches), which must agree exactly, and step 2
+# (fp16) with step 1 (losses within 1e-2).
 #
 # Options: --device gpu|cpu (gpu), --preset shakespeare-char|tiny (shakespeare-char), --steps N
 # (20), --no-torch. Writes to $OUT/parity (else /tmp/nn_parity): log.txt, parity.md (the
@@ -121,10 +124,9 @@ failed=0
 # 1, 2: tapevm.
 run 120 "$tapevm" "${common[@]}" --data "$corpus" --init-out "$work/init.safetensors" \
     --batches-out "$work/batches.safetensors" --log "$out/tapevm_f32.jsonl" --out "$work/tapevm_f32.safetensors" || failed=1
-if [[ $torch == 1 ]]; then
-    run 120 "$tapevm" "${common[@]}" --init "$work/init.safetensors" --batches "$work/batches.safetensors" --fp16 \
-        --log "$out/tapevm_fp16.jsonl" --out "$work/tapevm_fp16.safetensors" || failed=1
-else
+run 120 "$tapevm" "${common[@]}" --init "$work/init.safetensors" --batches "$work/batches.safetensors" --fp16 \
+    --log "$out/tapevm_fp16.jsonl" --out "$work/tapevm_fp16.safetensors" || failed=1
+if [[ $torch == 0 ]]; then
     run 120 "$tapevm" "${common[@]}" --init "$work/init.safetensors" --batches "$work/batches.safetensors" \
         --log "$out/replay_f32.jsonl" --out "$work/replay_f32.safetensors" || failed=1
 fi
@@ -158,10 +160,11 @@ print(f"   gpt_torch.py --data draws: {'PASS' if not bad else 'FAIL'} ({count}{'
 sys.exit(1 if bad else 0)
 PY
     pairs=(f32 "$out/tapevm_f32.jsonl" "$out/torch_f32.jsonl" "$work/tapevm_f32.safetensors" "$work/torch_f32.safetensors" 1e-5 1e-4
-           fp16 "$out/tapevm_fp16.jsonl" "$out/torch_fp16.jsonl" "$work/tapevm_fp16.safetensors" "$work/torch_fp16.safetensors" 1e-2 1e-2)
+           fp16 "$out/tapevm_fp16.jsonl" "$out/torch_fp16.jsonl" "$work/tapevm_fp16.safetensors" "$work/torch_fp16.safetensors" 1e-2 none)
 else
     echo "== --no-torch: PyTorch skipped; tapevm's run against its replay from --init and --batches"
-    pairs=(f32-replay "$out/tapevm_f32.jsonl" "$out/replay_f32.jsonl" "$work/tapevm_f32.safetensors" "$work/replay_f32.safetensors" 0 0)
+    pairs=(f32-replay "$out/tapevm_f32.jsonl" "$out/replay_f32.jsonl" "$work/tapevm_f32.safetensors" "$work/replay_f32.safetensors" 0 0
+           fp16-vs-f32 "$out/tapevm_fp16.jsonl" "$out/tapevm_f32.jsonl" "$work/tapevm_fp16.safetensors" "$work/tapevm_f32.safetensors" 1e-2 none)
 fi
 
 # 5. The comparison (numpy when installed, else plain Python).
@@ -231,7 +234,11 @@ def parameter_difference(ours_path, theirs_path):
     if set(ours) != set(theirs):
         return {"error": f"different tensors: only ours {sorted(set(ours) - set(theirs))[:3]}, "
                          f"only theirs {sorted(set(theirs) - set(ours))[:3]}"}
+    # The key projection's bias does not change the loss (it adds q . b to every score of a
+    # query's row, which softmax cancels): its gradient is rounding noise, which Adam scales to
+    # steps of about lr either way, so it is reported apart and left out of the verdict.
     worst = {"name": None, "relative": 0.0}
+    invariant = {"name": None, "relative": 0.0}
     for name in sorted(theirs):
         a, b = ours[name], theirs[name]
         if numpy is not None:
@@ -239,15 +246,17 @@ def parameter_difference(ours_path, theirs_path):
         else:
             scale, diff = max(abs(v) for v in b), max(abs(x - y) for x, y in zip(a, b))
         value = diff / max(scale, 1e-30) if math.isfinite(diff) else math.inf
-        if value >= worst["relative"]:
-            worst = {"name": name, "relative": value, "max_abs_diff": diff, "max_abs": scale}
+        record = invariant if name.endswith("attn.k.bias") else worst
+        if value >= record["relative"]:
+            record.update({"name": name, "relative": value, "max_abs_diff": diff, "max_abs": scale})
+    worst["loss_invariant"] = invariant
     return worst
 
 
 results, lines, all_pass = [], [], True
 for k in range(0, len(rest), 7):
     label, ours_log, theirs_log, ours_params, theirs_params, loss_tol, param_tol = rest[k:k + 7]
-    loss_tol, param_tol = float(loss_tol), float(param_tol)
+    loss_tol, param_tol = float(loss_tol), (None if param_tol == "none" else float(param_tol))
     ours, ours_val, ours_lr = read_log(ours_log)
     theirs, theirs_val, theirs_lr = read_log(theirs_log)
     rows = [(s, ours.get(s), theirs.get(s), relative(ours.get(s), theirs.get(s))) for s in range(1, steps + 1)]
@@ -257,7 +266,7 @@ for k in range(0, len(rest), 7):
     worst_lr = max((relative(ours_lr.get(s), theirs_lr.get(s)) for s in range(1, steps + 1)), default=math.inf)
     params = parameter_difference(ours_params, theirs_params)
     loss_ok = worst_loss <= loss_tol and worst_val <= loss_tol
-    param_ok = "error" not in params and params["relative"] <= param_tol
+    param_ok = "error" not in params and (param_tol is None or params["relative"] <= param_tol)
     all_pass &= loss_ok and param_ok
     results.append({"label": label, "loss_tolerance": loss_tol, "parameter_tolerance": param_tol,
                     "steps": [{"step": s, "ours": a, "theirs": b, "relative": r} for s, a, b, r in rows],
@@ -266,9 +275,14 @@ for k in range(0, len(rest), 7):
                     "max_lr_relative": worst_lr, "parameters": params, "loss_pass": loss_ok, "parameter_pass": param_ok})
     lines += [f"### {label}: losses {'PASS' if loss_ok else 'FAIL'} (max relative {worst_loss:.3g}, "
               f"validation {worst_val:.3g}; tolerance {loss_tol:g}), parameters after {steps} steps "
-              f"{'PASS' if param_ok else 'FAIL'} ("
+              f"{('PASS' if param_ok else 'FAIL') if param_tol is not None else '(reported, not judged)'} ("
               + (params["error"] if "error" in params else f"worst {params['name']}: {params['relative']:.3g}")
-              + f"; tolerance {param_tol:g}); learning rates agree within {worst_lr:.3g}", "",
+              + (f"; tolerance {param_tol:g}" if param_tol is not None else "")
+              + ("" if "error" in params or params["loss_invariant"]["name"] is None else
+                 f"; left out, the loss does not depend on it: {params['loss_invariant']['name']} "
+                 f"{params['loss_invariant']['relative']:.3g}, max |difference| "
+                 f"{params['loss_invariant']['max_abs_diff']:.3g}")
+              + f"); learning rates agree within {worst_lr:.3g}", "",
               "| step | tapevm loss | reference loss | relative difference |", "|---:|---:|---:|---:|"]
     lines += [f"| {s} | {a!r} | {b!r} | {r:.3g} |" for s, a, b, r in rows]
     lines += [f"| val {s} | {a!r} | {b!r} | {r:.3g} |" for s, a, b, r in val_rows] + [""]
