@@ -39,7 +39,7 @@
 # Exit status 0 when every check passes, 1 otherwise.
 set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$root"
+cd "$root" || exit 2
 
 device=gpu
 preset=shakespeare-char
