@@ -17,6 +17,7 @@ constexpr std::array<const char*, static_cast<std::size_t>(KernelId::count)> ker
     "embedding", "embedding_backward", "cross_entropy", "global_norm_squared",
     "attention", "attention_backward", "kv_attention",
     "elementwise", "elementwise_backward",
+    "dropout",
 };
 
 /// The dtype an unsupported kernel reports: that of its first defined float tensor.
@@ -51,6 +52,9 @@ void Backend::matmul(const Tensor& a, const Tensor&, const Tensor&, const Matmul
 }
 void Backend::bias_add(const Tensor& x, const Tensor&) { unsupported(KernelId::bias_add, x.dtype()); }
 void Backend::add_assign(const Tensor& dst, const Tensor&, double) { unsupported(KernelId::add_assign, dst.dtype()); }
+void Backend::dropout(const Tensor& x, const Tensor&, double, std::uint64_t, std::uint64_t) {
+    unsupported(KernelId::dropout, x.dtype());
+}
 void Backend::reduce_sum(const Tensor& x, const Tensor&, std::size_t, std::size_t, std::size_t, bool) {
     unsupported(KernelId::reduce_sum, x.dtype());
 }

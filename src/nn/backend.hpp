@@ -40,6 +40,7 @@ enum class KernelId {
     embedding, embedding_backward, cross_entropy, global_norm_squared,
     attention, attention_backward, kv_attention,
     elementwise, elementwise_backward,
+    dropout,
     count
 };
 const char* kernel_name(KernelId kernel);
@@ -79,6 +80,8 @@ public:
     virtual void copy(const Tensor& src, const Tensor& dst);
     virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options);
     virtual void bias_add(const Tensor& x, const Tensor& bias);
+    /// y = x * keep / (1 - p) with DropoutMask (dropout_mask.hpp); y may be x.
+    virtual void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream);
     virtual void add_assign(const Tensor& dst, const Tensor& src, double alpha);
     /// x viewed as [outer][n][inner] (n the reduced axis), y as [outer][inner].
     virtual void reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,

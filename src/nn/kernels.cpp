@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend.hpp"
+#include "dropout_mask.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/tape.hpp"
 
@@ -264,6 +265,23 @@ void add_assign(const Tensor& dst, const Tensor& src, double alpha) {
     }
     if (dst.size() == 0 || alpha == 0) return;
     call.backend().add_assign(dst, src, alpha);
+}
+
+void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) {
+    Call call("dropout");
+    call.tensor("x", x);
+    call.tensor("y", y);
+    call.float_dtype("x", x);
+    call.float_dtype("y", y);
+    call.shape("y", y, x.shape());
+    if (!(p >= 0 && p < 1)) call.fail("p", "must be in [0, 1), got " + std::to_string(p));
+    if (x.size() >= (std::size_t{1} << 32)) call.fail("x", "has 2^32 elements or more (the mask indexes with 32 bits)");
+    if (x.size() == 0) return;
+    call.backend().dropout(x, y, p, seed, stream);
+}
+
+bool dropout_keeps(double p, std::uint64_t seed, std::uint64_t stream, std::uint32_t index) {
+    return detail::DropoutMask(p, seed, stream).keeps(index);
 }
 
 void reduce_sum(const Tensor& x, const Tensor& y, std::size_t axis, bool accumulate) {

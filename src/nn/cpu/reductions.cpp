@@ -1,6 +1,7 @@
 // bias_add, add_assign, reduce_sum, transpose_2d and global_norm_squared on the cpu device.
 #include <cstring>
 
+#include "../dropout_mask.hpp"
 #include "cpu/parallel.hpp"
 
 namespace tapevm::nn::detail {
@@ -70,6 +71,21 @@ void CpuBackend::add_assign(const Tensor& dst, const Tensor& src, double alpha) 
         row_axpy(a, s.data() + begin, d.data() + begin, end - begin);
     });
     d.store();
+}
+
+void CpuBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) {
+    count_kernel();
+    const DropoutMask mask(p, seed, stream);
+    const F32View xs(*this, x);
+    F32View ys(*this, y, false);  // every element is written
+    const auto scale = static_cast<float>(mask.scale);
+    parallel_ranges(*this, x.size(), block_elements, [&](std::size_t begin, std::size_t end) {
+        const float* in = xs.data();
+        float* out = ys.data();
+        for (std::size_t i = begin; i < end; ++i)
+            out[i] = mask.keeps(static_cast<std::uint32_t>(i)) ? in[i] * scale : 0.f;
+    });
+    ys.store();
 }
 
 void CpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n,

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 
+#include "../dropout_mask.hpp"
 #include "backend.hpp"
 #include "tapevm/error.hpp"
 
@@ -44,6 +45,18 @@ void GpuBackend::add_assign(const Tensor& dst, const Tensor& src, double alpha) 
     } push{u32(dst.size()), static_cast<float>(alpha)};
     dispatch(pipeline(std::string("add_assign_") + shader_suffix(dst.dtype())), {dst, src}, push,
              {groups_for(dst.size(), 256, 4096), 1, 1});
+}
+
+void GpuBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) {
+    if (!supports(x.dtype()) || x.dtype() == DType::i32) unsupported(KernelId::dropout, x.dtype());
+    check_elements(x, KernelId::dropout);
+    const DropoutMask mask(p, seed, stream);
+    const struct {
+        std::uint32_t n, key, threshold;
+        float scale;
+    } push{u32(x.size()), mask.key, mask.threshold, static_cast<float>(mask.scale)};
+    dispatch(pipeline(std::string("dropout_") + shader_suffix(x.dtype())), {x, y}, push,
+             {groups_for(x.size(), 256, 4096), 1, 1});
 }
 
 void GpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,

@@ -39,11 +39,6 @@ void require_forward(const char* layer, const Tensor& saved) {
     if (!saved.defined()) throw Error(std::string(layer) + ": backward before forward");
 }
 
-const Tape& multiply_tape() {
-    static const Tape tape = record(2, [](std::span<const Var> x) { return x[0] * x[1]; });
-    return tape;
-}
-
 }  // namespace
 
 // ---- Linear ---------------------------------------------------------------------------------
@@ -244,28 +239,23 @@ Dropout::Dropout(double p, std::uint64_t seed) : p_(p), seed_(seed) {
 
 Tensor Dropout::forward(const Tensor& x) {
     if (!training() || p_ == 0) {
-        mask_ = Tensor();
+        masked_ = false;
         return x;
     }
-    const std::uint64_t call = counter_++;
-    std::vector<double> mask(x.size());
-    const double keep = 1.0 / (1.0 - p_);
-    for (std::size_t i = 0; i < mask.size(); ++i) {
-        mask[i] = detail::counter_uniform(seed_, call, i) >= p_ ? keep : 0.0;
-    }
-    mask_ = x.device().upload(x.shape(), std::span<const double>(mask), x.dtype());
+    // The mask is a pure function of (seed, call, index) on the device (nn::dropout): the
+    // backward pass recomputes it, nothing is stored.
+    stream_ = counter_++;
+    masked_ = true;
     Tensor y = x.device().empty(x.shape(), x.dtype());
-    const Tensor inputs[] = {x, mask_};
-    elementwise(multiply_tape(), inputs, std::span<const Tensor>(&y, 1));
+    dropout(x, y, p_, seed_, stream_);
     return y;
 }
 
 Tensor Dropout::backward(const Tensor& dy) {
-    if (!mask_.defined()) return dy;
-    Tensor dx = dy.device().empty(mask_.shape(), dy.dtype());
-    const Tensor inputs[] = {dy.reshape(mask_.shape()), mask_};
-    elementwise(multiply_tape(), inputs, std::span<const Tensor>(&dx, 1));
-    return dx.reshape(dy.shape());
+    if (!masked_) return dy;
+    Tensor dx = dy.device().empty(dy.shape(), dy.dtype());
+    dropout(dy, dx, p_, seed_, stream_);
+    return dx;
 }
 
 // ---- Sequential, MLP ------------------------------------------------------------------------

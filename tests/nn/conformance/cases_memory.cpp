@@ -55,6 +55,28 @@ void add_zero_fill_copy(std::vector<Case>& cases, bool sweep) {
     }
 }
 
+// The mask must agree bit for bit with the reference device's (a dropped element against a
+// kept one is an error of the element's size, far above any bound).
+void add_dropout(std::vector<Case>& cases, bool sweep) {
+    for (const Shape& shape : flat_shapes(sweep)) {
+        for (const double p : {0.0, 0.2, 0.5}) {
+            for (const bool in_place : {false, true}) {
+                cases.push_back({KernelId::dropout, dims(shape) + " p " + std::to_string(p) + (in_place ? " in place" : ""),
+                                 [shape, p, in_place](Context& c) {
+                                     const std::size_t n = element_count(shape);
+                                     const auto x_host = c.random(n);
+                                     const Tensor x = c.upload(shape, x_host);
+                                     const Tensor y = in_place ? x : c.empty(shape);
+                                     dropout(x, y, p, 0x5eed0000000000abULL, 77);
+                                     Output out = c.output("y", y);
+                                     for (std::size_t i = 0; i < n; ++i) out.scale.push_back(std::fabs(x_host[i]) / (1 - p));
+                                     return std::vector<Output>{out};
+                                 }});
+            }
+        }
+    }
+}
+
 void add_bias_add_assign(std::vector<Case>& cases, bool sweep) {
     std::vector<Shape> shapes = {{7, 65}, {2, 3, 16}, {0, 16}, {1, 1}};
     if (sweep) {
@@ -181,6 +203,7 @@ void add_global_norm(std::vector<Case>& cases, bool sweep) {
 void add_memory_cases(std::vector<Case>& cases, bool sweep) {
     add_zero_fill_copy(cases, sweep);
     add_bias_add_assign(cases, sweep);
+    add_dropout(cases, sweep);
     add_reduce_transpose(cases, sweep);
     add_global_norm(cases, sweep);
 }

@@ -25,7 +25,7 @@ void check_kernel(KernelId kernel) {
 }  // namespace
 
 // Every KernelId has a test case here (the static_assert keeps the list complete).
-static_assert(static_cast<int>(KernelId::count) == 23, "a kernel was added: add its cases and a TEST_CASE here");
+static_assert(static_cast<int>(KernelId::count) == 24, "a kernel was added: add its cases and a TEST_CASE here");
 
 TEST_CASE("conformance: zero") { check_kernel(KernelId::zero); }
 TEST_CASE("conformance: fill") { check_kernel(KernelId::fill); }
@@ -50,5 +50,6 @@ TEST_CASE("conformance: attention_backward") { check_kernel(KernelId::attention_
 TEST_CASE("conformance: kv_attention") { check_kernel(KernelId::kv_attention); }
 TEST_CASE("conformance: elementwise") { check_kernel(KernelId::elementwise); }
 TEST_CASE("conformance: elementwise_backward") { check_kernel(KernelId::elementwise_backward); }
+TEST_CASE("conformance: dropout") { check_kernel(KernelId::dropout); }
 
 }  // namespace tapevm::nn::conformance

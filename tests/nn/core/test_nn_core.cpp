@@ -640,3 +640,29 @@ TEST_CASE("front end: elementwise tapes, broadcasting, counts") {
                              std::vector<Tensor>{out, Tensor()}, params);
     }, "elementwise_backward: input_grads[0]: shares memory with output_grads[0]");
 }
+
+TEST_CASE("dropout's mask: the kept fraction, independent streams and seeds, bad p") {
+    constexpr std::uint32_t n = 1 << 20;
+    for (const double p : {0.1, 0.5, 0.9}) {
+        std::uint64_t kept = 0, both_streams = 0, both_seeds = 0;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const bool a = dropout_keeps(p, 42, 7, i);
+            kept += a;
+            both_streams += a && dropout_keeps(p, 42, 8, i);
+            both_seeds += a && dropout_keeps(p, 43, 7, i);
+        }
+        // Binomial: within 5 standard deviations of n (1 - p), and of n (1 - p)^2 for two masks.
+        const double q = 1 - p, sigma = std::sqrt(n * p * q);
+        CAPTURE(p);
+        CHECK(std::fabs(static_cast<double>(kept) - n * q) < 5 * sigma);
+        const double q2 = q * q, sigma2 = std::sqrt(n * q2 * (1 - q2));
+        CHECK(std::fabs(static_cast<double>(both_streams) - n * q2) < 5 * sigma2);
+        CHECK(std::fabs(static_cast<double>(both_seeds) - n * q2) < 5 * sigma2);
+    }
+    CHECK(dropout_keeps(0.0, 1, 2, 3));
+    const Device device = Device::reference();
+    const Tensor x = device.zeros({4}, DType::f64);
+    CHECK_THROWS_AS(dropout(x, x, 1.0, 1, 1), Error);
+    CHECK_THROWS_AS(dropout(x, x, -0.1, 1, 1), Error);
+    CHECK_THROWS_AS(dropout(x, device.zeros({5}, DType::f64), 0.5, 1, 1), Error);
+}

@@ -61,6 +61,14 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, MatmulOptions opt
 void bias_add(const Tensor& x, const Tensor& bias);
 /// dst += alpha src (same element count).
 void add_assign(const Tensor& dst, const Tensor& src, double alpha = 1);
+/// Inverted dropout: y = x / (1 - p) where element i is kept, else 0. The mask is a pure
+/// function of (seed, stream, flat index i), the same bits on every device and thread count, so
+/// the backward pass is the same call on the gradient (dx = dropout(dy) with the same p, seed and
+/// stream) and no mask is stored. A Dropout module passes a new stream per call. 0 <= p < 1,
+/// rounded to a multiple of 2^-24; y may be x; same shape and dtype.
+void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream);
+/// True when dropout(p, seed, stream) keeps flat element `index` (for tests and host code).
+bool dropout_keeps(double p, std::uint64_t seed, std::uint64_t stream, std::uint32_t index);
 /// y = sum of x over axis `axis` (y's shape is x's without that axis; or with it as 1).
 /// accumulate: y += instead of y =.
 void reduce_sum(const Tensor& x, const Tensor& y, std::size_t axis, bool accumulate = false);

@@ -136,7 +136,8 @@ private:
     double p_;
     std::uint64_t seed_;
     std::uint64_t counter_ = 0;
-    Tensor mask_;  // undefined when the last forward was the identity
+    std::uint64_t stream_ = 0;  // the last masked forward's RNG stream (its counter)
+    bool masked_ = false;       // false when the last forward was the identity
 };
 
 /// Modules applied in order, named "0", "1", ...
