@@ -69,12 +69,32 @@ void GpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer,
     // COLS consecutive outputs per workgroup, LANES threads down the reduced axis for each.
     const std::uint32_t cols = std::min<std::uint32_t>(32, std::bit_ceil(u32(inner)));
     const std::uint32_t lanes = 256 / cols;
-    const struct {
-        std::uint32_t outer, n, inner, accumulate;
-    } push{u32(outer), u32(n), u32(inner), accumulate ? 1u : 0u};
-    const std::string shader = std::string("reduce_sum_") + shader_suffix(x.dtype());  // y: the same dtype
-    dispatch(pipeline(shader, {cols, lanes}), {x, y}, push,
-             {u32((inner + cols - 1) / cols), u32(std::min<std::size_t>(outer, 65535)), 1});
+    const std::size_t column_groups = (inner + cols - 1) / cols;
+    struct Push {
+        std::uint32_t outer, n, inner, accumulate, chunks, chunk_rows;
+    };
+    const auto pass = [&](const Tensor& from, const Tensor& to, std::size_t rows, std::size_t chunks, bool add) {
+        const std::size_t chunk_rows = (rows + chunks - 1) / chunks;
+        const Push push{u32(outer), u32(rows), u32(inner), add ? 1u : 0u, u32(chunks), u32(chunk_rows)};
+        const std::string shader =
+            std::string("reduce_sum_") + shader_suffix(from.dtype()) + "_" + shader_suffix(to.dtype());
+        dispatch(pipeline(shader, {cols, lanes}), {from, to}, push,
+                 {u32(column_groups), u32(std::min<std::size_t>(outer * chunks, 65535)), 1});
+    };
+    // Few outputs over many rows (a bias gradient: 384 sums of 16,384 rows) would leave most of
+    // the device idle: cut the rows into chunks summed into f32 partials, then sum the partials.
+    // The cut depends on the shape alone, so the result does not depend on the device.
+    constexpr std::size_t enough_groups = 1024, min_chunk_rows = 256;
+    const std::size_t groups = outer * column_groups;
+    const std::size_t chunks =
+        groups >= enough_groups ? 1 : std::min((enough_groups + groups - 1) / groups, n / min_chunk_rows);
+    if (chunks <= 1) {
+        pass(x, y, n, 1, accumulate);
+        return;
+    }
+    const Tensor partials = scratch({outer, chunks, inner}, DType::f32);
+    pass(x, partials, n, chunks, false);
+    pass(partials, y, chunks, 1, accumulate);
 }
 
 void GpuBackend::global_norm_squared(std::span<const Tensor> tensors, const Tensor& out) {

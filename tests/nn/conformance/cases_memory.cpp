@@ -113,7 +113,8 @@ void add_bias_add_assign(std::vector<Case>& cases, bool sweep) {
 }
 
 void add_reduce_transpose(std::vector<Case>& cases, bool sweep) {
-    std::vector<Shape> shapes = {{7, 65}, {3, 16, 5}, {0, 5}, {4, 0}, {129}};
+    // {1000, 3} and {2, 600, 40} along their long axis take the gpu's two-pass (chunked) path.
+    std::vector<Shape> shapes = {{7, 65}, {3, 16, 5}, {0, 5}, {4, 0}, {129}, {1000, 3}, {2, 600, 40}};
     if (sweep) {
         for (const std::size_t n : {1, 63, 64, 127, 384, 385, 1000}) {
             shapes.push_back({n, 65});
