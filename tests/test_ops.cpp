@@ -356,6 +356,14 @@ TEST_CASE("edge cases: zeros, infinities, NaN, out of domain, ties, pow bases") 
         {Op::Powi, {0, 0, 0}, infinity, {-infinity}, -1},
         {Op::Powi, {-2, 0, 0}, -8, {12}, 3},
         {Op::Powi, {-0.0, 0, 0}, -infinity, {-infinity}, -1},
+        // n = -2^31, where n - 1 overflows int32 (found by fuzz/fuzz_tape): the partial is
+        // n x^(n-1) all the same.
+        {Op::Powi, {1, 0, 0}, 1, {-2147483648.0}, std::numeric_limits<std::int32_t>::min()},
+        {Op::Powi, {-1, 0, 0}, 1, {2147483648.0}, std::numeric_limits<std::int32_t>::min()},
+        {Op::Powi, {0, 0, 0}, infinity, {-infinity}, std::numeric_limits<std::int32_t>::min()},
+        {Op::Powi, {-0.0, 0, 0}, infinity, {infinity}, std::numeric_limits<std::int32_t>::min()},
+        {Op::Powi, {2, 0, 0}, 0, {0}, std::numeric_limits<std::int32_t>::min()},
+        {Op::Powi, {-1, 0, 0}, -1, {2147483647.0}, std::numeric_limits<std::int32_t>::max()},
         {Op::Rem, {5.5, 2, 0}, 1.5, {1, -2}},
         {Op::Rem, {-5.5, 2, 0}, -1.5, {1, 2}},
         {Op::Rem, {1, 0, 0}, not_a_number, {1, -infinity}},
@@ -392,6 +400,16 @@ TEST_CASE("edge cases: zeros, infinities, NaN, out of domain, ties, pow bases") 
                           tangent[k]);
         }
     }
+}
+
+TEST_CASE("Powi's second derivative at n = -2^31 + 1 (hvp reaches the partial of x^(-2^31))") {
+    // f = x^n, f'' = n (n - 1) x^(n - 2) = 2^62 - 2^31 at x = 1 (exact in double).
+    const reference::Vm vm(test::single_op_tape(Op::Powi, std::numeric_limits<std::int32_t>::min() + 1));
+    const std::vector<double> x = {1}, cotangent = {1}, direction = {1};
+    const auto hvp = vm.hvp(Batch<double>{1, x, {}}, std::span<const double>(cotangent),
+                            std::span<const double>(direction));
+    REQUIRE(hvp.values.size() == 1);
+    CHECK(hvp.values[0] == 4611686016279904256.0);
 }
 
 TEST_CASE("a zero partial absorbs an infinite adjoint, in both modes") {

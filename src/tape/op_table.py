@@ -102,7 +102,10 @@ OPS = [
     op(13, "Recip", 1, "1 / a", ["-(r * r)"]),
     op(14, "Sqrt", 1, "sqrt(a)", ["select(r == 0, inf, 0.5 / r)"]),
     op(15, "Cbrt", 1, "cbrt(a)", ["1 / (3 * r * r)"]),
-    op(16, "Powi", 1, "powi(a, n)", ["0 if n == 0 else n * powi(a, n - 1)"], {IMMEDIATE}),
+    # n - 1 would overflow int32 at n = -2^31 (undefined in C++, another exponent on a GPU):
+    # there the partial is n * a^n / a (signs and infinities as n * a^(n - 1) at 0 and inf).
+    op(16, "Powi", 1, "powi(a, n)",
+       ["0 if n == 0 else (n * powi(a, n - 1) if n >= 0 - 2147483647 else n * powi(a, n) / a)"], {IMMEDIATE}),
     op(17, "Exp", 1, "exp(a)", ["r"]),
     op(18, "Exp2", 1, "exp2(a)", ["r * ln2"]),
     op(19, "Expm1", 1, "expm1(a)", ["r + 1"]),
