@@ -19,7 +19,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "config.hpp"
 #include "workloads.hpp"
@@ -30,5 +33,27 @@ namespace tapevm::bench {
 /// sample points to `path`. Throws tapevm::Error when the file cannot be written or the
 /// workload has no such mode.
 void write_inputs_file(const std::string& path, const Workload& workload, Mode mode, std::size_t points);
+
+/// An inputs file read back: every field of the layout above.
+struct InputsFile {
+    std::string workload;
+    Mode mode = Mode::forward;
+    std::uint32_t n_inputs = 0, n_params = 0, n_outputs = 0, instructions = 0;
+    std::uint64_t points = 0;
+    std::vector<double> constants;
+    std::vector<double> inputs;  // [points][n_inputs]
+    std::vector<double> params;  // [points][n_params]
+    std::vector<std::uint64_t> sample;
+    std::uint64_t width = 0;
+    std::vector<double> reference;  // [sample][width]
+};
+
+/// Parses a whole inputs file image (inputs_file_reader.cpp, apart from the writer so that
+/// fuzz/ links it alone). Checks the magic, a NUL-padded workload name, a known mode, every
+/// section against the bytes that remain before allocating it (64-bit arithmetic, no
+/// overflow), sample indices below min(points, 65536), the width of the mode (forward
+/// n_outputs, gradient n_inputs, jacobian n_outputs x n_inputs) and no trailing bytes. Each
+/// failure throws tapevm::Error naming the byte offset and the field.
+InputsFile parse_inputs_file(std::span<const std::byte> bytes);
 
 }  // namespace tapevm::bench

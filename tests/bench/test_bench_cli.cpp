@@ -4,7 +4,9 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -15,8 +17,11 @@
 #include "../cli_support.hpp"
 #include "backends.hpp"
 #include "cli.hpp"
+#include "inputs_file.hpp"
 #include "mlp.hpp"
+#include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
+#include "tapevm/reference.hpp"
 #include "tapevm/tape_file.hpp"
 #include "workloads.hpp"
 
@@ -127,6 +132,52 @@ TEST_CASE("tapevm bench --write-inputs mlp16: the header, the network's constant
     CHECK(read(std::uint64_t{}) == 64);  // sample points
     in.close();
     fs::remove(path);
+}
+
+TEST_CASE("parse_inputs_file reads back what --write-inputs writes and names the field of each defect") {
+    using namespace tapevm::bench;
+    const fs::path path = temp_path("rosenbrock16.bin");
+    const CliResult result = run_cli({"bench", "--workload", "rosenbrock16", "--points", "5", "--mode",
+                                      "gradient", "--write-inputs", path.string()});
+    INFO(result.err);
+    REQUIRE(result.status == 0);
+    std::ifstream in(path, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    in.close();
+    fs::remove(path);
+    const auto bytes_of = [](const std::string& s) { return std::as_bytes(std::span(s.data(), s.size())); };
+
+    const InputsFile file = parse_inputs_file(bytes_of(text));
+    const Workload& rosenbrock = workload("rosenbrock16");
+    CHECK(file.workload == "rosenbrock16");
+    CHECK(file.mode == Mode::gradient);
+    CHECK(file.n_inputs == 16);
+    CHECK(file.n_params == 0);
+    CHECK(file.n_outputs == 1);
+    CHECK(file.instructions == rosenbrock.tape.instruction_count());
+    CHECK(file.points == 5);
+    CHECK(file.constants.empty());
+    CHECK(file.inputs == rosenbrock.make_points(5).inputs);
+    CHECK(file.params.empty());
+    CHECK(file.sample == std::vector<std::uint64_t>{0, 1, 2, 3, 4});  // 64 sample points, at most all 5
+    CHECK(file.width == 16);
+    const tapevm::reference::Vm vm(rosenbrock.tape);
+    CHECK(file.reference == vm.gradient(tapevm::Batch<double>{5, file.inputs, file.params}).values);
+
+    for (std::size_t size = 0; size < text.size(); ++size)
+        CHECK_THROWS_AS(parse_inputs_file(bytes_of(text.substr(0, size))), tapevm::Error);
+    CHECK_THROWS_WITH_AS(parse_inputs_file(bytes_of(text + '\0')), doctest::Contains("trailing data"),
+                         tapevm::Error);
+    std::string bad_mode = text;
+    bad_mode[24] = 3;
+    CHECK_THROWS_WITH_AS(parse_inputs_file(bytes_of(bad_mode)),
+                         doctest::Contains("byte 24: mode: unknown mode 3"), tapevm::Error);
+    std::string bad_sample = text;
+    const std::size_t sample_offset = 60 + 5 * 16 * 8 + 8;  // header, n_constants, inputs, sample count
+    bad_sample[sample_offset] = 5;
+    const std::string sample_error = "byte " + std::to_string(sample_offset) + ": sample[0]";
+    CHECK_THROWS_WITH_AS(parse_inputs_file(bytes_of(bad_sample)), doctest::Contains(sample_error.c_str()),
+                         tapevm::Error);
 }
 
 TEST_CASE("tapevm bench: bad options are errors with exit status 2") {
