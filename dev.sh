@@ -13,8 +13,11 @@
 #   3. installed  build/ installed into a staging folder; tests/consumer_pkgconfig built
 #                 against it through pkg-config and run
 #   4. subproject tests/consumer_subproject built with tapevm as a Meson subproject and run
+#   5. fuzz       build-fuzz/ with clang++ 14 and -Dfuzz=true (libFuzzer + ASan + UBSan), then
+#                 each target of fuzz/ for FUZZ_SECONDS over its seed corpus and its regression
+#                 inputs (tests/fuzz_regressions/): a crash fails it (fuzz/README.md)
 # and ends with one line "N passed, M failed": N and M count Meson tests of steps 1 and 2
-# plus one per consumer; a build that fails counts as one failure.
+# plus one per consumer and one per fuzz target; a build that fails counts as one failure.
 #
 # Running it again is fast: configured build folders are reused (ninja re-runs Meson when a
 # meson.build changes); a folder is set up again only when its compiler, options or the Meson
@@ -25,6 +28,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 readonly ROOT
 readonly BUILD=$ROOT/build
 readonly BUILD_ASAN=$ROOT/build-asan
+readonly BUILD_FUZZ=$ROOT/build-fuzz
 
 # What building and running everything needs (Vulkan, glslang and xsimd for the GPU and CPU
 # VMs; mesa-vulkan-drivers is lavapipe, the Vulkan device of machines without a GPU, and
@@ -37,12 +41,19 @@ readonly PACKAGES=(meson ninja-build g++ pkg-config cmake python3 libvulkan-dev 
                    vulkan-tools libadolc-dev libopenblas-dev nlohmann-json3-dev python3-matplotlib)
 # What the sanitizer build needs on top: clang 14 and its sanitizer run-time libraries.
 readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
+# What the fuzz step needs on top: LLVM's libFuzzer (clang's -fsanitize=fuzzer links the
+# copy in libclang-rt-14-dev; this package adds libFuzzer's own library and headers).
+readonly FUZZ_PACKAGES=(libfuzzer-14-dev)
 
 readonly RELEASE_CXX=g++
 readonly RELEASE_MESON_ARGS=(--buildtype=release -Dwerror=true -Dtests=true)
 readonly SANITIZER_CXX=clang++-14
 readonly SANITIZER_MESON_ARGS=(--buildtype=debugoptimized -Dwerror=true -Dtests=true
                                '-Db_sanitize=address,undefined' -Db_lundef=false)
+# The fuzz targets bring their own instrumentation (fuzz/meson.build); nothing else is built.
+readonly FUZZ_MESON_ARGS=(--buildtype=debugoptimized -Dwerror=true -Dtests=false -Dfuzz=true)
+readonly FUZZ_TARGETS=(tape csv bench_inputs ba kernel_cache safetensors)
+readonly FUZZ_SECONDS=20
 
 log() { printf '\n==> %s\n' "$*"; }
 die() {
@@ -134,6 +145,12 @@ build_asan() {
 run_tests() {
     rm -f "$1/meson-logs/testlog.json"
     meson test -C "$1" --print-errorlogs "${@:2}"
+}
+
+# Only the fuzz targets and what they compile (the tape library, each parser's sources).
+build_fuzz() {
+    setup_build "$BUILD_FUZZ" "$SANITIZER_CXX" "$ROOT" "${FUZZ_MESON_ARGS[@]}"
+    meson compile -C "$BUILD_FUZZ" fuzz-targets
 }
 
 # The sanitizer run leaves out suite shader_variants: the GPU suites that run the host code of
@@ -274,7 +291,7 @@ test_step() {
 }
 
 cmd_test() {
-    ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}"
+    ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
     local start=$SECONDS release_built=false
     build_step "release build (g++, build/)" build_release
     if ((step_status == 0)); then
@@ -289,6 +306,14 @@ cmd_test() {
         count_step "installed tree (tests/consumer_pkgconfig through pkg-config)" check_installed_tree
     fi
     count_step "subproject (tests/consumer_subproject)" check_subproject
+    build_step "fuzz build (clang++ 14, libFuzzer + ASan + UBSan, build-fuzz/)" build_fuzz
+    if ((step_status == 0)); then
+        local target
+        for target in "${FUZZ_TARGETS[@]}"; do
+            count_step "fuzz $target ($FUZZ_SECONDS s, fuzz/corpus/$target)" \
+                "$ROOT/fuzz/run.sh" "$BUILD_FUZZ" "$target" "$FUZZ_SECONDS" --fresh
+        done
+    fi
 
     log "Summary ($((SECONDS - start)) s)"
     printf '  %s\n' "${report[@]}"
@@ -314,7 +339,7 @@ main() {
             ;;
         deps)
             (($# == 0)) || die "deps takes no arguments"
-            ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}"
+            ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
             ;;
         help | -h | --help) usage ;;
         *)
