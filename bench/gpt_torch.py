@@ -307,9 +307,10 @@ def config_from(metadata, args):
 def lr_at(step, args):
     if step < args.warmup:
         return args.lr * (step + 1) / (args.warmup + 1)
-    if step >= args.steps:
+    total = args.schedule_steps or args.steps
+    if step >= total:
         return args.min_lr
-    progress = (step - args.warmup) / max(args.steps - args.warmup, 1)
+    progress = (step - args.warmup) / max(total - args.warmup, 1)
     return args.min_lr + 0.5 * (1 + math.cos(math.pi * progress)) * (args.lr - args.min_lr)
 
 
@@ -336,7 +337,8 @@ def main():
     parser.add_argument("--untied", action="store_true")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--min-lr", type=float, help="default lr / 10")
-    parser.add_argument("--warmup", type=int, help="default min(100, steps / 10)")
+    parser.add_argument("--warmup", type=int, help="default min(100, schedule steps / 10)")
+    parser.add_argument("--schedule-steps", type=int, help="the cosine schedule's length (default --steps)")
     parser.add_argument("--weight-decay", type=float, default=0.1)
     parser.add_argument("--beta2", type=float, default=0.99)
     parser.add_argument("--clip", type=float, default=1.0)
@@ -354,7 +356,7 @@ def main():
     if args.self_test:
         return self_test()
     args.min_lr = args.lr / 10 if args.min_lr is None else args.min_lr
-    args.warmup = min(100, args.steps // 10) if args.warmup is None else args.warmup
+    args.warmup = min(100, (args.schedule_steps or args.steps) // 10) if args.warmup is None else args.warmup
     if args.threads:
         torch.set_num_threads(args.threads)
     device = torch.device(args.device)

@@ -115,10 +115,13 @@ run() {
     echo "   exit $status ($((SECONDS - start)) s)$([[ $status == 124 ]] && echo ' TIMED OUT')"
     return $status
 }
-# Both sides: no dropout (gpt_torch.py has none), validation at steps/2 and steps on batches 0..3.
+# Both sides: no dropout (gpt_torch.py has none), validation at steps/2 and steps on batches 0..3,
+# the first steps of the 5,000-step run's schedule (warm-up 100 steps: a 20-step schedule warms
+# up in 2 and its loss spikes at step 10, after which the two runs drift apart chaotically).
 eval_interval=$(( steps / 2 > 0 ? steps / 2 : 1 ))
+schedule=(--warmup 100 --schedule-steps 5000)
 common=(train char-gpt --preset "$preset" --device "$device" --steps "$steps" --dropout 0 --seed 1
-        --eval-interval "$eval_interval" --eval-batches 4 --log-interval 1)
+        --eval-interval "$eval_interval" --eval-batches 4 --log-interval 1 "${schedule[@]}")
 failed=0
 
 # 1, 2: tapevm.
@@ -136,7 +139,7 @@ pairs=()
 if [[ $torch == 1 ]]; then
     for precision in f32 fp16; do
         PYTHONUNBUFFERED=1 run 90 python3 bench/gpt_torch.py --init "$work/init.safetensors" \
-            --batches "$work/batches.safetensors" --steps "$steps" --precision "$precision" \
+            --batches "$work/batches.safetensors" --steps "$steps" --precision "$precision" "${schedule[@]}" \
             --eval-interval "$eval_interval" --eval-iters 4 --log "$out/torch_$precision.jsonl" \
             --json "$out/torch_$precision.json" --save "$work/torch_$precision.safetensors" \
             --compare "$work/tapevm_$precision.safetensors" || failed=1

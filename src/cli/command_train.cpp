@@ -29,8 +29,8 @@ namespace {
 constexpr std::string_view help = R"(usage: tapevm train mlp [--steps N] [--device cpu|gpu|reference] [--lr X] [--seed N]
        tapevm train char-gpt (--data FILE | --batches FILE) [--device cpu|gpu|reference]
                              [--preset tiny|shakespeare-char] [--steps N] [--batch N] [--accumulation N]
-                             [--lr X] [--dropout X] [--seed N] [--eval-interval N] [--eval-batches N]
-                             [--out FILE] [--log FILE] [--resume FILE] [--fp16]
+                             [--lr X] [--warmup N] [--schedule-steps N] [--dropout X] [--seed N]
+                             [--eval-interval N] [--eval-batches N] [--out FILE] [--log FILE] [--resume FILE] [--fp16]
                              [--init FILE] [--init-out FILE] [--batches-out FILE [--batches-count N]]
 
 mlp: a 2-64-64-1 tanh MLP regresses sin(2 x1) cos(1.5 x2) on [-1, 1]^2 from random batches
@@ -59,6 +59,9 @@ options:
   --accumulation N      micro-batches per step (1)
   --dropout X           dropout probability in [0, 1) (from the preset; 0 for parity with
                         bench/gpt_torch.py, which has none)
+  --warmup N            learning-rate warm-up steps (min(100, schedule steps / 10))
+  --schedule-steps N    the cosine schedule's length, decaying to lr / 10 (--steps): a short
+                        run can follow the first steps of a long run's schedule
   --eval-interval N     validate (and checkpoint) every N steps (250)
   --eval-batches N      validation batches per evaluation: batches 0 .. N-1 of the validation
                         split, the same ones every time (8)
@@ -90,7 +93,7 @@ constexpr OptionSpec options[] = {
     {"--device", true}, {"--steps", true}, {"--lr", true}, {"--seed", true}, {"--data", true},
     {"--preset", true}, {"--batch", true}, {"--accumulation", true}, {"--eval-interval", true},
     {"--eval-batches", true}, {"--log-interval", true}, {"--out", true}, {"--log", true}, {"--resume", true},
-    {"--fp16", false}, {"--dropout", true}, {"--init", true}, {"--init-out", true}, {"--batches", true},
+    {"--fp16", false}, {"--dropout", true}, {"--warmup", true}, {"--schedule-steps", true}, {"--init", true}, {"--init-out", true}, {"--batches", true},
     {"--batches-out", true}, {"--batches-count", true}, {"--help", false}};
 
 nn::Device make_device(std::string_view name) {
@@ -397,8 +400,11 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     trainer_options.steps = steps;
     trainer_options.accumulation = accumulation;
     trainer_options.clip = 1.0;
-    // bench/gpt_torch.py's schedule: warm-up min(100, steps / 10), cosine to lr / 10.
-    trainer_options.schedule = nn::CosineSchedule{lr, lr / 10, std::min<std::size_t>(100, steps / 10), steps};
+    // bench/gpt_torch.py's schedule: warm-up min(100, S / 10), cosine to lr / 10 at step S, where
+    // S is --schedule-steps (default --steps; a short run can follow a long run's schedule).
+    const std::size_t schedule_steps = count_option(arguments, "--schedule-steps", steps);
+    const std::size_t warmup = count_option(arguments, "--warmup", std::min<std::size_t>(100, schedule_steps / 10), 0);
+    trainer_options.schedule = nn::CosineSchedule{lr, lr / 10, warmup, schedule_steps};
     trainer_options.eval_interval = eval_interval;
     trainer_options.eval_batches = eval_batches;
     if (fp16) trainer_options.loss_scaler = &scaler;
