@@ -164,7 +164,10 @@ DeviceInfo describe(const vk::raii::PhysicalDevice& device, std::size_t index) {
     info.max_workgroup_count_x = properties.limits.maxComputeWorkGroupCount[0];
     info.max_workgroup_size_x = properties.limits.maxComputeWorkGroupSize[0];
     info.max_shared_memory_bytes = properties.limits.maxComputeSharedMemorySize;
-    info.subgroup_size = chain.get<vk::PhysicalDeviceSubgroupProperties>().subgroupSize;
+    const auto& subgroups = chain.get<vk::PhysicalDeviceSubgroupProperties>();
+    info.subgroup_size = subgroups.subgroupSize;
+    info.subgroup_shuffle = (subgroups.supportedOperations & vk::SubgroupFeatureFlagBits::eShuffle) &&
+                            (subgroups.supportedStages & vk::ShaderStageFlagBits::eCompute);
     info.driver = std::string(driver.driverName.data()) + " " + driver.driverInfo.data();
     info.api_version = version_text(properties.apiVersion);
     return info;

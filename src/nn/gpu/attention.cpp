@@ -4,10 +4,12 @@
 
 #include <cassert>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
 #include "backend.hpp"
+#include "context.hpp"
 #include "tapevm/error.hpp"
 
 namespace tapevm::nn::detail {
@@ -18,6 +20,8 @@ namespace {
 // attention.comp), keys per dk/dv workgroup (KEYS in attention_backward_kv.comp), queries per
 // dq workgroup (QUERIES in attention_backward_q.comp).
 constexpr std::size_t forward_rows = 16;
+// attention_tiled.comp's BR and BC.
+constexpr std::size_t tiled_rows = 64, tiled_keys = 32;
 constexpr std::size_t backward_keys = 16;
 constexpr std::size_t backward_queries = 16;
 // Flag bits shared with the shaders.
@@ -69,6 +73,19 @@ std::uint32_t backward_other_block(const GpuBackend& gpu) {
     return gpu.max_shared_memory() >= 36 * 1024 ? 16u : 8u;
 }
 
+/// True when attention_tiled.comp runs this forward pass (its header says what it needs);
+/// TAPEVM_NN_ATTENTION=simple keeps attention.comp (for comparisons).
+bool use_tiled_forward(const GpuBackend& gpu, std::size_t rows, std::size_t dim) {
+    static const bool simple = [] {
+        const char* env = std::getenv("TAPEVM_NN_ATTENTION");
+        return env != nullptr && std::string(env) == "simple";
+    }();
+    const std::uint32_t lanes = gpu.subgroup_size();
+    const std::size_t shared_bytes = 4 * (tiled_rows * dim + tiled_keys * dim + tiled_keys * tiled_rows);
+    return !simple && rows >= 32 && dim % 4 == 0 && dim <= 64 && gpu.device().info().subgroup_shuffle &&
+           lanes >= 8 && lanes <= 128 && 128 % lanes == 0 && shared_bytes <= gpu.max_shared_memory();
+}
+
 void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
              const Tensor& lse, std::size_t past, double scale, bool causal, const char* kernel) {
     const std::size_t batch = q.dim(0), q_len = q.dim(1), heads_q = q.dim(2), dim = q.dim(3);
@@ -86,10 +103,11 @@ void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v,
                            to_u32(dim, kernel),
                            (causal ? attn_causal : 0u) | (lse.defined() ? attn_write_lse : 0u),
                            static_cast<float>(scale)};
-    const Groups groups =
-        checked_groups((q_len * group + forward_rows - 1) / forward_rows, heads_kv, batch, kernel);
-    gpu.dispatch(gpu.pipeline(variant("attention", q), {0u, to_u32(dim, kernel)}), {q, k, v, out, lse}, push,
-                 groups);
+    const bool tiled = use_tiled_forward(gpu, q_len * group, dim);
+    const std::size_t rows = tiled ? tiled_rows : forward_rows;
+    const Groups groups = checked_groups((q_len * group + rows - 1) / rows, heads_kv, batch, kernel);
+    gpu.dispatch(gpu.pipeline(variant(tiled ? "attention_tiled" : "attention", q), {0u, to_u32(dim, kernel)}),
+                 {q, k, v, out, lse}, push, groups);
 }
 
 }  // namespace

@@ -55,6 +55,8 @@ struct DeviceInfo {
     std::uint32_t max_workgroup_size_x = 0;
     std::uint32_t max_shared_memory_bytes = 0;  // per workgroup (maxComputeSharedMemorySize)
     std::uint32_t subgroup_size = 0;
+    /// Compute shaders may use subgroupShuffle/subgroupShuffleXor (GL_KHR_shader_subgroup_shuffle).
+    bool subgroup_shuffle = false;
     std::string driver;       // driver name and version info
     std::string api_version;  // "1.3.239"
 };

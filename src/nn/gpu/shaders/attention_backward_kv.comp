@@ -9,12 +9,16 @@
 // 128 invocations: 8 per key, each owning columns lane, lane + 8, ... of dk and dv.
 // QUERIES (specialization constant 0, a multiple of 8) fits the device's shared memory.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "nn_common.glsl"
 #include "nn_dtype.glsl"
 layout(local_size_x = 128) in;
 
 #define KEYS 16u
 #define LANES 8u
+// Register arrays have a fixed size (the loops over them unroll): an array sized by a
+// specialization constant and indexed in a loop went to local memory on NVIDIA's driver.
+#define MAX_PER_LANE 2u  // 16 / LANES: the largest specialization constant 0 the host picks
 #define MAX_DIM 128u
 #define MAX_COLUMNS (MAX_DIM / LANES)
 // head_dim (specialization constant 1; the push constant `dim` holds the same): loops over the
@@ -77,7 +81,7 @@ void main() {
 
     float dk_acc[MAX_COLUMNS];
     float dv_acc[MAX_COLUMNS];
-    for (uint c = 0u; c < MAX_COLUMNS; ++c) {
+    [[unroll]] for (uint c = 0u; c < MAX_COLUMNS; ++c) {
         dk_acc[c] = 0.0;
         dv_acc[c] = 0.0;
     }
@@ -101,21 +105,24 @@ void main() {
                 delta_tile[ii] = t < pc.seq ? delta[(b * pc.heads_q + h) * pc.seq + t] : 0.0;
             }
             barrier();
-            float dot_qk[QUERIES / LANES];  // queries lane, lane + 8, ...
-            float dot_dov[QUERIES / LANES];
-            for (uint m = 0u; m < QUERIES / LANES; ++m) {
+            float dot_qk[MAX_PER_LANE];  // queries lane, lane + 8, ...
+            float dot_dov[MAX_PER_LANE];
+            [[unroll]] for (uint m = 0u; m < MAX_PER_LANE; ++m) {
+                if (m >= QUERIES / LANES) break;
                 dot_qk[m] = 0.0;
                 dot_dov[m] = 0.0;
             }
             for (uint d = 0u; d < HEAD_DIM; ++d) {
                 float kd = k_tile[j * stride + d];
                 float vd = v_tile[j * stride + d];
-                for (uint m = 0u; m < QUERIES / LANES; ++m) {
+                [[unroll]] for (uint m = 0u; m < MAX_PER_LANE; ++m) {
+                if (m >= QUERIES / LANES) break;
                     dot_qk[m] += q_tile[(lane + m * LANES) * stride + d] * kd;
                     dot_dov[m] += do_tile[(lane + m * LANES) * stride + d] * vd;
                 }
             }
-            for (uint m = 0u; m < QUERIES / LANES; ++m) {
+            [[unroll]] for (uint m = 0u; m < MAX_PER_LANE; ++m) {
+                if (m >= QUERIES / LANES) break;
                 uint i = lane + m * LANES;
                 uint t = t0 + i;
                 float s = dot_qk[m];
@@ -129,7 +136,7 @@ void main() {
             for (uint i = 0u; i < QUERIES; ++i) {
                 float p = p_tile[i * KEYS + j];
                 float ds = ds_tile[i * KEYS + j];
-                for (uint c = 0u; c < MAX_COLUMNS; ++c) {
+                [[unroll]] for (uint c = 0u; c < MAX_COLUMNS; ++c) {
                     uint d = lane + c * LANES;
                     if (d < HEAD_DIM) {
                         dv_acc[c] += p * do_tile[i * stride + d];
@@ -141,7 +148,7 @@ void main() {
     }
 
     if (key >= pc.seq) return;
-    for (uint c = 0u; c < MAX_COLUMNS; ++c) {
+    [[unroll]] for (uint c = 0u; c < MAX_COLUMNS; ++c) {
         uint d = lane + c * LANES;
         if (d >= HEAD_DIM) continue;
         uint index = ((b * pc.seq + key) * pc.heads_kv + kv_head) * HEAD_DIM + d;

@@ -6,12 +6,16 @@
 // lane, lane + 8, ... of dq. KEYS (specialization constant 0, a multiple of 8) fits the
 // device's shared memory. D <= 128.
 #extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
 #include "nn_common.glsl"
 #include "nn_dtype.glsl"
 layout(local_size_x = 128) in;
 
 #define QUERIES 16u
 #define LANES 8u
+// Register arrays have a fixed size (the loops over them unroll): an array sized by a
+// specialization constant and indexed in a loop went to local memory on NVIDIA's driver.
+#define MAX_PER_LANE 2u  // 16 / LANES: the largest specialization constant 0 the host picks
 #define MAX_DIM 128u
 #define MAX_COLUMNS (MAX_DIM / LANES)
 // head_dim (specialization constant 1; the push constant `dim` holds the same): loops over the
@@ -86,21 +90,24 @@ void main() {
             v_tile[jj * stride + d] = kk < pc.seq ? NN_LOAD(v[index]) : 0.0;
         }
         barrier();
-        float dot_qk[KEYS / LANES];  // keys lane, lane + 8, ...
-        float dot_dov[KEYS / LANES];
-        for (uint m = 0u; m < KEYS / LANES; ++m) {
+        float dot_qk[MAX_PER_LANE];  // keys lane, lane + 8, ...
+        float dot_dov[MAX_PER_LANE];
+        [[unroll]] for (uint m = 0u; m < MAX_PER_LANE; ++m) {
+                if (m >= KEYS / LANES) break;
             dot_qk[m] = 0.0;
             dot_dov[m] = 0.0;
         }
         for (uint d = 0u; d < HEAD_DIM; ++d) {
             float qd = q_tile[i * stride + d];
             float dod = do_tile[i * stride + d];
-            for (uint m = 0u; m < KEYS / LANES; ++m) {
+            [[unroll]] for (uint m = 0u; m < MAX_PER_LANE; ++m) {
+                if (m >= KEYS / LANES) break;
                 dot_qk[m] += qd * k_tile[(lane + m * LANES) * stride + d];
                 dot_dov[m] += dod * v_tile[(lane + m * LANES) * stride + d];
             }
         }
-        for (uint m = 0u; m < KEYS / LANES; ++m) {
+        [[unroll]] for (uint m = 0u; m < MAX_PER_LANE; ++m) {
+                if (m >= KEYS / LANES) break;
             uint j = lane + m * LANES;
             uint key = key0 + j;
             float s = dot_qk[m];
@@ -112,7 +119,7 @@ void main() {
         barrier();
         for (uint j = 0u; j < KEYS; ++j) {
             float ds = ds_tile[i * KEYS + j];
-            for (uint c = 0u; c < MAX_COLUMNS; ++c) {
+            [[unroll]] for (uint c = 0u; c < MAX_COLUMNS; ++c) {
                 uint d = lane + c * LANES;
                 if (d < HEAD_DIM) acc[c] += ds * k_tile[j * stride + d];
             }
@@ -120,7 +127,7 @@ void main() {
     }
 
     if (!live) return;
-    for (uint c = 0u; c < MAX_COLUMNS; ++c) {
+    [[unroll]] for (uint c = 0u; c < MAX_COLUMNS; ++c) {
         uint d = lane + c * LANES;
         if (d >= HEAD_DIM) continue;
         uint index = ((b * pc.seq + t) * pc.heads_q + h) * HEAD_DIM + d;
