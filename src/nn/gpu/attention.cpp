@@ -2,6 +2,7 @@
 // `Push` blocks of shaders/attention*.comp (32-bit fields, no padding).
 #include "attention.hpp"
 
+#include <array>
 #include <cassert>
 #include <cstdint>
 #include <cstdlib>
@@ -73,17 +74,28 @@ std::uint32_t backward_other_block(const GpuBackend& gpu) {
     return gpu.max_shared_memory() >= 36 * 1024 ? 16u : 8u;
 }
 
-/// True when attention_tiled.comp runs this forward pass (its header says what it needs);
-/// TAPEVM_NN_ATTENTION=simple keeps attention.comp (for comparisons).
-bool use_tiled_forward(const GpuBackend& gpu, std::size_t rows, std::size_t dim) {
+/// True when the device runs the register-tiled kernels (attention_tiled*.comp): subgroup
+/// shuffles among groups of 8 lanes, `shared_bytes` of shared memory. TAPEVM_NN_ATTENTION=simple
+/// keeps attention.comp and attention_backward_*.comp (for comparisons).
+bool tiled_kernels_fit(const GpuBackend& gpu, std::size_t shared_bytes) {
     static const bool simple = [] {
         const char* env = std::getenv("TAPEVM_NN_ATTENTION");
         return env != nullptr && std::string(env) == "simple";
     }();
     const std::uint32_t lanes = gpu.subgroup_size();
-    const std::size_t shared_bytes = 4 * (tiled_rows * dim + tiled_keys * dim + tiled_keys * tiled_rows);
-    return !simple && rows >= 32 && dim % 4 == 0 && dim <= 64 && gpu.device().info().subgroup_shuffle &&
-           lanes >= 8 && lanes <= 128 && 128 % lanes == 0 && shared_bytes <= gpu.max_shared_memory();
+    return !simple && gpu.device().info().subgroup_shuffle && lanes >= 8 && lanes <= 128 && 128 % lanes == 0 &&
+           shared_bytes <= gpu.max_shared_memory();
+}
+
+/// attention_tiled.comp for this forward pass: head_dim <= 64 and a multiple of 4, 32 rows or more.
+bool use_tiled_forward(const GpuBackend& gpu, std::size_t rows, std::size_t dim) {
+    return rows >= 32 && dim % 4 == 0 && dim <= 64 &&
+           tiled_kernels_fit(gpu, 4 * (tiled_rows * dim + tiled_keys * dim + tiled_keys * tiled_rows));
+}
+
+/// attention_tiled_backward_{kv,q}.comp: head_dim a power of two <= 64 (their swizzle).
+bool use_tiled_backward(const GpuBackend& gpu, std::size_t dim) {
+    return dim >= 4 && dim <= 64 && (dim & (dim - 1)) == 0 && tiled_kernels_fit(gpu, 4 * 4 * tiled_keys * dim);
 }
 
 void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
@@ -139,6 +151,21 @@ void gpu_attention_backward(GpuBackend& gpu, const Tensor& q, const Tensor& k, c
     const Tensor delta = gpu.scratch({batch, heads_q, seq}, DType::f32);
     gpu.dispatch(gpu.pipeline(variant("attention_backward_delta", q)), {out, dout, delta}, push,
                  {GpuBackend::groups_for(batch * seq * heads_q, 64), 1, 1});
+    if (use_tiled_backward(gpu, dim)) {
+        const std::array<std::uint32_t, 2> constants{0u, to_u32(dim, kernel)};
+        const std::size_t blocks = (seq + tiled_keys - 1) / tiled_keys;
+        if (dk.defined() || dv.defined()) {
+            BackwardPush kv_push = push;
+            kv_push.flags |= (dk.defined() ? attn_write_dk : 0u) | (dv.defined() ? attn_write_dv : 0u);
+            gpu.dispatch(gpu.pipeline(variant("attention_tiled_backward_kv", q), constants),
+                         {q, k, v, dout, lse, delta, dk, dv}, kv_push, checked_groups(blocks, heads_kv, batch, kernel));
+        }
+        if (dq.defined()) {
+            gpu.dispatch(gpu.pipeline(variant("attention_tiled_backward_q", q), constants),
+                         {q, k, v, dout, lse, delta, dq}, push, checked_groups(blocks, heads_q, batch, kernel));
+        }
+        return;
+    }
     const std::uint32_t other = backward_other_block(gpu);
     if (dk.defined() || dv.defined()) {
         BackwardPush kv_push = push;
