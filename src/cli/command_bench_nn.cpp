@@ -85,6 +85,13 @@ double now() {
 double time_calls(const Device& device, const std::function<void()>& call, std::size_t repeats) {
     call();  // warm-up: pipelines, first-touch memory
     device.synchronize();
+    // Then 0.2 s of the call back to back: a GPU that idled while the host prepared the inputs
+    // runs at a fraction of its clock until the load ramps it up again (on the H100, attention
+    // measured 4x slower after the host had filled the previous record's tensors).
+    for (const double warm = now(); now() - warm < 0.2;) {
+        call();
+        device.synchronize();
+    }
     double start = now();
     call();
     device.synchronize();

@@ -2,8 +2,15 @@
 
 #include <bit>
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 
 namespace tapevm::nn::detail {
+
+BufferPool::BufferPool(const gpu::detail::Device& device, gpu::detail::MemoryKind kind) : device_(device), kind_(kind) {
+    const char* env = std::getenv("TAPEVM_NN_POOL");
+    caching_ = env == nullptr || std::string_view(env) != "0";
+}
 
 std::uint64_t BufferPool::class_bytes(std::uint64_t bytes) {
     constexpr std::uint64_t small_step = 256, small_limit = 64 * 1024;
@@ -41,7 +48,7 @@ std::shared_ptr<GpuBuffer> BufferPool::take(std::uint64_t bytes) {
 }
 
 void BufferPool::give_back(std::shared_ptr<GpuBuffer> buffer) {
-    if (!buffer) return;
+    if (!buffer || !caching_) return;
     const std::uint64_t size = buffer->buffer.bytes();
     const std::lock_guard lock(mutex_);
     free_[size].push_back(std::move(buffer));

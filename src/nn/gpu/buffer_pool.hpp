@@ -41,7 +41,9 @@ public:
         double create_seconds = 0;      // host time spent allocating from the driver
     };
 
-    BufferPool(const gpu::detail::Device& device, gpu::detail::MemoryKind kind) : device_(device), kind_(kind) {}
+    /// TAPEVM_NN_POOL=0 in the environment turns caching off (every take() allocates, every
+    /// give_back() frees): for comparisons.
+    BufferPool(const gpu::detail::Device& device, gpu::detail::MemoryKind kind);
 
     /// The bytes of the class that holds `bytes`: multiples of 256 up to 64 KiB, then eight
     /// classes per power of two (at most 12.5% more than asked).
@@ -64,6 +66,7 @@ public:
 private:
     const gpu::detail::Device& device_;
     gpu::detail::MemoryKind kind_;
+    bool caching_ = true;
     mutable std::mutex mutex_;
     std::unordered_map<std::uint64_t, std::vector<std::shared_ptr<GpuBuffer>>> free_;
     std::uint64_t cached_ = 0;
