@@ -101,6 +101,7 @@ void add_matmul_cases(std::vector<Case>& cases, bool sweep) {
     cases.push_back(matmul_case({0, 7, 16, 5, false, false, 1, 0, Batching::shared_both, false}));
     cases.push_back(matmul_case({3, 7, 16, 5, false, true, 1, 0, Batching::shared_both, false}));
     cases.push_back(matmul_case({2, 129, 130, 200, false, true, 1, 0, Batching::both, false}));  // the big tiles
+    cases.push_back(matmul_case({1, 4097, 130, 12, false, false, 1, 0, Batching::none, true}));  // tall: 128x64 tiles
     if (!sweep) return;
     const std::size_t sizes[] = {1, 7, 16, 63, 64, 65, 127, 129, 384, 385, 1000};
     for (const bool ta : {false, true}) {
