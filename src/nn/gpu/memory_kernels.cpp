@@ -1,5 +1,5 @@
-// The gpu backend's memory kernels: zero and fill (transfer fills), copy (a transfer copy, or
-// shaders/copy.comp across dtypes) and transpose_2d (shaders/transpose_2d.comp).
+// The gpu backend's memory kernels: zero and fill (transfer fills), copy (shaders/copy_words.comp
+// within a dtype, shaders/copy.comp across dtypes) and transpose_2d (shaders/transpose_2d.comp).
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -57,7 +57,16 @@ void GpuBackend::copy(const Tensor& src, const Tensor& dst) {
     if (!supports(dst.dtype())) unsupported(KernelId::copy, dst.dtype());
     if (src.size() == 0) return;
     if (src.dtype() == dst.dtype()) {
-        copy_bytes(src, 0, dst, 0, src.bytes());
+        // Whole 16-byte words (tensor buffers are multiples of 256 bytes, buffer_pool.hpp).
+        const std::size_t words = (src.bytes() + 15) / 16;
+        const struct {
+            std::uint32_t n;
+        } push{static_cast<std::uint32_t>(words)};
+        if (words < (std::size_t{1} << 32)) {
+            dispatch(pipeline("copy_words"), {src, dst}, push, {groups_for(words, 256, 4096), 1, 1});
+        } else {
+            copy_bytes(src, 0, dst, 0, src.bytes());
+        }
         return;
     }
     const bool src_int = src.dtype() == DType::i32, dst_int = dst.dtype() == DType::i32;
