@@ -217,6 +217,7 @@ public:
         if (device_.kind() == DeviceKind::cpu && dtype == DType::f32) {
             std::vector<float> ha(m * k, 0.01f), hb(k * n, 0.01f), hc(m * n);
             const auto blas = [&] {
+                openblas_set_num_threads(openblas_get_num_procs());  // OpenBLAS's own threads, all of them
                 cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                             static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, ha.data(),
                             static_cast<int>(ta ? m : k), hb.data(), static_cast<int>(tb ? k : n), 0.0f, hc.data(),

@@ -84,6 +84,7 @@ void bench_matmul(const Device& cpu, std::size_t m, std::size_t n, std::size_t k
         cpu.synchronize();
     };
     const auto direct_run = [&] {
+        openblas_set_num_threads(openblas_get_num_procs());  // OpenBLAS's own threads, all of them
         cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.f, ha.data(),
                     static_cast<int>(ta ? m : k), hb.data(), static_cast<int>(tb ? k : n), 0.f, hc.data(),
