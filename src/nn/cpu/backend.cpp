@@ -1,3 +1,4 @@
+#include "blas_core.hpp"
 #include "cpu/backend.hpp"
 
 #include <cmath>
@@ -60,7 +61,9 @@ CpuStorage::~CpuStorage() {
 
 CpuBackend::CpuBackend(const CpuOptions& options)
     : threads_(options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency())),
-      pool_(shared_pool(threads_)) {}
+      pool_(shared_pool(threads_)) {
+    warn_about_openblas_core();
+}
 
 std::string CpuBackend::name() const {
     return "cpu (" + std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)");

@@ -4,6 +4,7 @@
 // reference device (GQA ratios 1, 2, 3, causal and not, awkward lengths).
 #include <cmath>
 
+#include "cpu/blas_core.hpp"
 #include "cpu_cases.hpp"
 
 namespace tapevm::nn::test {
@@ -90,6 +91,16 @@ TEST_CASE("cpu matmul: layouts, alpha and beta, awkward shapes") {
         }
     }
     check_matmul({0, 65, 33, 0, false, false, {false, false, 1, 0.5}}, DType::f32, DType::f32);  // K = 0
+}
+
+TEST_CASE("cpu matmul: OpenBLAS's generic kernels on a CPU with wider instruction sets are named") {
+    using tapevm::cpu::Isa;
+    using tapevm::nn::detail::suggested_openblas_core;
+    CHECK(suggested_openblas_core("Prescott", {Isa::sse2, Isa::avx2, Isa::avx512}) == "SkylakeX");
+    CHECK(suggested_openblas_core("PRESCOTT", {Isa::sse2, Isa::avx2}) == "Haswell");
+    CHECK(suggested_openblas_core("Nehalem", {Isa::sse2}).empty());
+    CHECK(suggested_openblas_core("Zen", {Isa::sse2, Isa::avx2}).empty());
+    CHECK(suggested_openblas_core("SkylakeX", {Isa::sse2, Isa::avx2, Isa::avx512}).empty());
 }
 
 TEST_CASE("cpu matmul: batches, shared operands, f16 and bf16") {
