@@ -39,14 +39,17 @@
 //   $T/test_conformance_gpu -tc='differential*'
 //   TAPEVM_TEST_GPU_ENGINE=compiled TAPEVM_DIFF_SEEDS=2000 $T/test_conformance_gpu -tc='differential*'
 // (exit 77: the backend cannot run here; bench/RESULTS.md "Differential fuzzing" has results.)
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
@@ -63,10 +66,12 @@
 namespace tapevm::conformance {
 namespace {
 
-/// Seeds of the CI slice: each executable runs them in double and float; the compiled GPU
-/// kernels, compiled for each tape on lavapipe (about 5 s a tape in double), run fewer.
+/// Seeds of the CI slice: each executable runs them in double and float. The GPU runs fewer
+/// (lavapipe: about 0.5 s a seed in the interpreter; the compiled kernels compile each tape,
+/// up to 5 s a seed in double).
 constexpr std::uint64_t ci_seeds = 24;
-constexpr std::uint64_t ci_seeds_compiled = 8;
+constexpr std::uint64_t ci_seeds_gpu = 12;
+constexpr std::uint64_t ci_seeds_compiled = 6;
 constexpr std::size_t ci_points = 6;
 
 std::uint64_t environment_number(const char* name, std::uint64_t fallback) {
@@ -114,8 +119,11 @@ struct Plan {
 Plan plan() {
     Plan p;
     p.first = environment_number("TAPEVM_DIFF_FIRST_SEED", 1);
-    const bool compiled = backend().name.rfind("gpu compiled", 0) == 0;
-    p.seeds = environment_number("TAPEVM_DIFF_SEEDS", compiled ? ci_seeds_compiled : ci_seeds);
+    const std::string& name = backend().name;
+    const std::uint64_t slice = name.rfind("gpu compiled", 0) == 0 ? ci_seeds_compiled
+                                : name.rfind("gpu", 0) == 0        ? ci_seeds_gpu
+                                                                   : ci_seeds;
+    p.seeds = environment_number("TAPEVM_DIFF_SEEDS", slice);
     p.points = static_cast<std::size_t>(environment_number("TAPEVM_DIFF_POINTS", ci_points));
     if (const char* dir = std::getenv("TAPEVM_DIFF_SAVE_DIR")) p.save_dir = dir;
     return p;
@@ -196,36 +204,56 @@ template <class Real> bool known_compiled_zero_fold(const Tape& tape, const Inst
     return false;
 }
 
-/// The local judge: each slot of the backend's forward values and jvp tangents against its op
-/// applied by the reference VM to the backend's own operands (values and tangents) of that
-/// slot, within the op table's accuracy for the backend (Tolerances::value_ulp_for, and
-/// derivative_bound_for scaled by the sum of |partial * tangent| over the operands). Leaves
-/// must be exact; the diverged points must be those where the backend's own guard slots
-/// break a guard. Ill-conditioning cannot hide a wrong op here: no error is carried from
-/// one slot to the next. Returns, per point, whether every slot value is also within the
-/// whole-tape bound of the reference's (the point is well-conditioned).
+/// The partial of Expm1 (r + 1) and Tanh ((1 - r)(1 + r)) computed from the result r: the op
+/// table's formulas read the result, and where they cancel (r near -1, near +-1) the backend's
+/// partial follows its own r, which may be a few ulp from the reference's.
+std::optional<double> partial_from_result(Op op, double r) {
+    if (op == Op::Expm1) return r + 1;
+    if (op == Op::Tanh) return (1 - r) * (1 + r);
+    return std::nullopt;
+}
+
+/// The local judge: each slot of the backend's forward values, and of its tangents along the
+/// jvp seeds and along every input (the forward-mode Jacobian), against its op applied by the
+/// reference VM to the backend's own operand values and tangents of that slot, within the op
+/// table's accuracy for the backend (Tolerances::value_ulp_for; derivative_bound_for scaled by
+/// the sum of |partial * tangent| over the operands, which may cancel). Leaves must be exact;
+/// the diverged points must be those where the backend's own guard slots break a guard.
+/// Ill-conditioning cannot hide a wrong op here: no error is carried from one slot to the
+/// next. Returns, per point, whether every slot value and tangent is also within the
+/// whole-tape bound of the reference's, with guard slots of the same truth.
 template <class Real>
 std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointSet<Real>& set,
                               const Seeds<Real>& seeds, const DescribePoint& describe, std::size_t& known) {
     const Tape all = every_slot(tape);
     const auto evaluator = make_evaluator(all);
-    const Evaluation<Real> values = evaluator->forward(set.batch());
-    const Evaluation<Real> tangents = evaluator->jvp(set.batch(), std::span<const Real>(seeds.tangents));
+    const Batch<Real> batch = set.batch();
+    const Evaluation<Real> values = evaluator->forward(batch);
+    const Evaluation<Real> jvp = evaluator->jvp(batch, std::span<const Real>(seeds.tangents));
+    const Evaluation<Real> jacobian = evaluator->jacobian(batch, JacobianMode::forward);
     const std::size_t slots = all.slot_count();
     const std::size_t points = set.points;
-    std::vector<bool> well_conditioned(points, true);
-    if (values.values.size() != points * slots || tangents.values.size() != points * slots) {
-        failures.add("every-slot tape: " + std::to_string(values.values.size()) + " values and " +
-                     std::to_string(tangents.values.size()) + " tangents for " +
-                     std::to_string(points * slots));
+    const std::size_t n = tape.input_count();
+    if (values.values.size() != points * slots || jvp.values.size() != points * slots ||
+        jacobian.values.size() != points * slots * n) {
+        failures.add("every-slot tape: " + std::to_string(values.values.size()) + " values, " +
+                     std::to_string(jvp.values.size()) + " tangents, " +
+                     std::to_string(jacobian.values.size()) + " jacobian entries for " +
+                     std::to_string(points) + " points of " + std::to_string(slots) + " slots");
         return std::vector<bool>(points, false);
     }
     const Tolerances& tol = tolerances<Real>();
-    const Batch<Real> batch = set.batch();
-    const std::size_t n = tape.input_count();
-    auto value = [&](std::size_t point, std::uint32_t slot) { return values.values[point * slots + slot]; };
-    auto tangent = [&](std::size_t point, std::uint32_t slot) {
-        return tangents.values[point * slots + slot];
+    // Direction 0: the jvp seeds; direction 1 + i: input i (column i of the Jacobian).
+    const std::size_t directions = 1 + n;
+    auto value = [&](std::size_t p, std::uint32_t slot) { return values.values[p * slots + slot]; };
+    auto tangent = [&](std::size_t d, std::size_t p, std::uint32_t slot) {
+        return d == 0 ? jvp.values[p * slots + slot] : jacobian.values[(p * slots + slot) * n + (d - 1)];
+    };
+    auto input_tangent = [&](std::size_t d, std::size_t p, std::uint32_t input) -> Real {
+        return d == 0 ? seeds.tangents[p * n + input] : (input == d - 1 ? Real(1) : Real(0));
+    };
+    auto direction_name = [](std::size_t d) {
+        return d == 0 ? std::string("jvp") : "jacobian column " + std::to_string(d - 1);
     };
     auto slot_name = [&](std::uint32_t slot) {
         const Instruction& ins = all.instructions()[slot];
@@ -238,72 +266,72 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
         return text;
     };
 
-    // The reference's own slot values in double, for the conditioning of each point.
-    const PointSet<double> set_double = convert<double>(set);
-    const std::vector<double> tangents_of_set = convert<double>(seeds.tangents);
-    const reference::Vm oracle_vm(all);
-    const Evaluation<double> oracle = oracle_vm.forward(set_double.batch());
-    const Evaluation<double> oracle_tangents =
-        oracle_vm.jvp(set_double.batch(), std::span<const double>(tangents_of_set));
-    for (const Guard& guard : all.guards()) {
+    // The reference's own slot values and tangents in double: the conditioning of each point.
+    std::vector<bool> well_conditioned(points, true);
+    {
+        const PointSet<double> set_double = convert<double>(set);
+        const std::vector<double> seeds_double = convert<double>(seeds.tangents);
+        const reference::Vm oracle(all);
+        const auto oracle_values = oracle.forward(set_double.batch());
+        const auto oracle_jvp = oracle.jvp(set_double.batch(), std::span<const double>(seeds_double));
+        const auto oracle_jacobian = oracle.jacobian(set_double.batch(), JacobianMode::forward);
         for (std::size_t p = 0; p < points; ++p) {
-            if ((value(p, guard.slot) != 0) != (oracle.values[p * slots + guard.slot] != 0))
-                well_conditioned[p] = false;
+            for (const Guard& guard : all.guards())
+                if ((value(p, guard.slot) != 0) != (oracle_values.values[p * slots + guard.slot] != 0))
+                    well_conditioned[p] = false;
+            for (std::uint32_t slot = 0; slot < slots; ++slot) {
+                bool close = within(value(p, slot), oracle_values.values[p * slots + slot], tol.tapes) &&
+                             within(tangent(0, p, slot), oracle_jvp.values[p * slots + slot], tol.tapes);
+                for (std::size_t i = 0; i < n && close; ++i)
+                    close = within(tangent(1 + i, p, slot),
+                                   oracle_jacobian.values[(p * slots + slot) * n + i], tol.tapes);
+                if (!close) well_conditioned[p] = false;
+            }
         }
     }
 
     for (std::uint32_t slot = 0; slot < slots; ++slot) {
         const Instruction& ins = all.instructions()[slot];
-        for (std::size_t p = 0; p < points; ++p) {
-            if (!within(value(p, slot), oracle.values[p * slots + slot], tol.tapes) ||
-                !within(tangent(p, slot), oracle_tangents.values[p * slots + slot], tol.tapes))
-                well_conditioned[p] = false;
-        }
         if (has_flag(ins.op, op_flag::leaf)) {
             for (std::size_t p = 0; p < points; ++p) {
-                Real expected = 0, expected_tangent = 0;
+                Real expected = 0;
                 if (ins.op == Op::Input) {
                     expected = set.inputs[p * n + ins.a];
-                    expected_tangent = seeds.tangents[p * n + ins.a];
                 } else if (ins.op == Op::Param) {
                     expected = batch.params_of(p, tape.param_count())[ins.a];
                 } else {
                     expected = static_cast<Real>(all.constants()[ins.a]);
                 }
                 const bool may_flush = tol.subnormals_may_flush;
-                const auto same = [may_flush](Real got, Real want) {
-                    return value_matches<Real>(got, want, 0.0, true) ||
-                           (may_flush && value_matches<Real>(static_cast<Real>(flushed<Real>(got)),
-                                                             flushed<Real>(want), 0.0, true));
-                };
-                if (!same(value(p, slot), expected) || !within(tangent(p, slot), expected_tangent, {})) {
-                    failures.add(slot_name(slot) + " at point " + std::to_string(p) + " " + describe(p) +
-                                 ": value " + show(value(p, slot)) + " tangent " + show(tangent(p, slot)) +
-                                 ", expected " + show(expected) + " and " + show(expected_tangent));
+                bool ok = value_matches<Real>(value(p, slot), expected, 0.0, true) ||
+                          (may_flush && value_matches<Real>(static_cast<Real>(flushed<Real>(value(p, slot))),
+                                                            flushed<Real>(expected), 0.0, true));
+                std::string tangents_text;
+                for (std::size_t d = 0; d < directions; ++d) {
+                    const Real want = ins.op == Op::Input ? input_tangent(d, p, ins.a) : Real(0);
+                    ok = ok && within(tangent(d, p, slot), want, {});
+                    tangents_text += " " + show(tangent(d, p, slot)) + " (expected " + show(want) + ")";
                 }
+                if (!ok)
+                    failures.add(slot_name(slot) + " at point " + std::to_string(p) + " " + describe(p) +
+                                 ": value " + show(value(p, slot)) + " (expected " + show(expected) +
+                                 "), tangents" + tangents_text);
             }
             continue;
         }
-        // The op on the backend's operands and tangents: a single-op tape on the reference, in
-        // double (and in Real, the other correct evaluation derivative_judge accepts).
+        // The op on the backend's operands: a single-op tape on the reference, in double (and in
+        // Real, the other correct evaluation derivative_judge accepts).
         const std::uint32_t arity_of = arity(ins.op);
         const std::uint32_t operands[] = {ins.a, ins.b, ins.c};
-        const Tape single = test::single_op_tape(ins.op, ins.op == Op::Powi ? powi_exponent(ins) : 0);
+        const reference::Vm oracle_op(
+            test::single_op_tape(ins.op, ins.op == Op::Powi ? powi_exponent(ins) : 0));
         PointSet<Real> local{points, std::vector<Real>(points * arity_of), {}};
-        Seeds<Real> local_seeds{std::vector<Real>(points * arity_of), {}, {}};
-        for (std::size_t p = 0; p < points; ++p) {
-            for (std::uint32_t k = 0; k < arity_of; ++k) {
+        for (std::size_t p = 0; p < points; ++p)
+            for (std::uint32_t k = 0; k < arity_of; ++k)
                 local.inputs[p * arity_of + k] = value(p, operands[k]);
-                local_seeds.tangents[p * arity_of + k] = tangent(p, operands[k]);
-            }
-        }
-        const reference::Vm oracle_op(single);
         const PointSet<double> local_double = convert<double>(local);
-        const std::vector<double> tangents_double = convert<double>(local_seeds.tangents);
         const auto value_double = oracle_op.forward(local_double.batch());
-        const auto jvp_double = oracle_op.jvp(local_double.batch(), std::span<const double>(tangents_double));
-        const auto jacobian = oracle_op.jacobian(local_double.batch(), JacobianMode::forward);
-        const auto jvp_real = oracle_op.jvp(local.batch(), std::span<const Real>(local_seeds.tangents));
+        const auto partials = oracle_op.jacobian(local_double.batch(), JacobianMode::forward);
         // Where the backend may flush subnormals: the op on flushed operands too.
         std::vector<double> flushed_inputs = local_double.inputs;
         for (double& x : flushed_inputs) x = flushed<Real>(x);
@@ -313,53 +341,81 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
         const bool signed_zero = tol.unsigned_zeros.count(ins.op) == 0;
         const ErrorBound bound = tol.derivative_bound_for(ins.op);
         const ValueJudge real_judge = derivative_judge<Real>(bound);
+        std::vector<bool> value_ok(points);
         for (std::size_t p = 0; p < points; ++p) {
             const Real got = value(p, slot);
             const double want = value_double.values[p];
-            bool value_ok = value_matches<Real>(got, want, ulps, signed_zero);
-            if (!value_ok && tol.subnormals_may_flush) {
+            bool ok = value_matches<Real>(got, want, ulps, signed_zero);
+            if (!ok && sizeof(Real) < sizeof(double) && ins.op == Op::Fma) {
+                // The double fma rounded to float is not the correctly rounded float fma where
+                // the exact product lies half-way between two floats and the addend breaks the tie.
+                const auto a = static_cast<Real>(local.inputs[p * 3]),
+                           b = static_cast<Real>(local.inputs[p * 3 + 1]),
+                           c = static_cast<Real>(local.inputs[p * 3 + 2]);
+                ok = value_matches<Real>(got, static_cast<double>(std::fma(a, b, c)), ulps, signed_zero);
+            }
+            if (!ok && tol.subnormals_may_flush) {
                 const Real got_flushed = static_cast<Real>(flushed<Real>(got));
                 for (const double w :
                      {flushed<Real>(want), value_flushed.values[p], flushed<Real>(value_flushed.values[p])})
-                    value_ok = value_ok || value_matches<Real>(got, w, ulps, signed_zero) ||
-                               value_matches<Real>(got_flushed, w, ulps, signed_zero);
+                    ok = ok || value_matches<Real>(got, w, ulps, signed_zero) ||
+                         value_matches<Real>(got_flushed, w, ulps, signed_zero);
             }
-            // jvp: sum_k partial_k * tangent_k, each term's rounding bounded relative to the sum
-            // of |terms| (the terms may cancel); a zero tangent absorbs its partial.
-            double scale = 0;
-            for (std::uint32_t k = 0; k < arity_of; ++k) {
-                const double t = tangents_double[p * arity_of + k];
-                if (t != 0) scale += std::fabs(jacobian.values[p * arity_of + k] * t);
+            value_ok[p] = ok;
+        }
+        for (std::size_t d = 0; d < directions; ++d) {
+            std::vector<Real> local_tangents(points * arity_of);
+            for (std::size_t p = 0; p < points; ++p)
+                for (std::uint32_t k = 0; k < arity_of; ++k)
+                    local_tangents[p * arity_of + k] = tangent(d, p, operands[k]);
+            const std::vector<double> tangents_double = convert<double>(local_tangents);
+            const auto jvp_double =
+                oracle_op.jvp(local_double.batch(), std::span<const double>(tangents_double));
+            const auto jvp_real = oracle_op.jvp(local.batch(), std::span<const Real>(local_tangents));
+            for (std::size_t p = 0; p < points; ++p) {
+                // sum_k partial_k * tangent_k, bounded relative to the sum of |terms|; a zero
+                // tangent absorbs its partial.
+                double scale = 0;
+                for (std::uint32_t k = 0; k < arity_of; ++k) {
+                    const double t = tangents_double[p * arity_of + k];
+                    if (t != 0) scale += std::fabs(partials.values[p * arity_of + k] * t);
+                }
+                const double got = tangent(d, p, slot);
+                const double want = jvp_double.values[p];
+                bool ok = within(got, want, {0, bound.relative * scale + bound.absolute}) ||
+                          real_judge(got, want, jvp_real.values[p]) ||
+                          (std::isfinite(scale) &&
+                           within(got, jvp_real.values[p], {0, 4 * bound.relative * scale + bound.absolute}));
+                if (const auto own = partial_from_result(ins.op, value(p, slot)); !ok && own) {
+                    const double t = tangents_double[p];
+                    const double term = t == 0 ? 0.0 : *own * t;
+                    ok = within(got, term,
+                                {bound.relative + 8 * std::numeric_limits<Real>::epsilon(), bound.absolute});
+                }
+                if (ok && value_ok[p]) continue;
+                if (d > 0 && !value_ok[p] && ok) continue;  // the value is reported once, with direction 0
+                if (known_compiled_zero_fold<Real>(all, ins)) {
+                    ++known;
+                    continue;
+                }
+                std::string text = slot_name(slot) + " at point " + std::to_string(p) + " " + describe(p) +
+                                   ", " + direction_name(d) + ": operands (";
+                for (std::uint32_t k = 0; k < arity_of; ++k)
+                    text += (k ? ", " : "") + show(local_double.inputs[p * arity_of + k]);
+                text += "), tangents (";
+                for (std::uint32_t k = 0; k < arity_of; ++k)
+                    text += (k ? ", " : "") + show(tangents_double[p * arity_of + k]);
+                text += ")";
+                if (!value_ok[p]) {
+                    const Real v = value(p, slot);
+                    text += ": value " + show(v) + ", the op gives " + show(value_double.values[p]);
+                    if (std::isfinite(v) && std::isfinite(static_cast<Real>(value_double.values[p])))
+                        text += " (" + show(ulp_distance(v, static_cast<Real>(value_double.values[p]))) +
+                                " ulp, bound " + show(ulps) + ")";
+                }
+                if (!ok) text += ": tangent " + show(got) + ", the op's jvp gives " + show(want);
+                failures.add(text);
             }
-            const double got_tangent = tangent(p, slot);
-            const double want_tangent = jvp_double.values[p];
-            const bool tangent_ok =
-                within(got_tangent, want_tangent, {0, bound.relative * scale + bound.absolute}) ||
-                real_judge(got_tangent, want_tangent, jvp_real.values[p]) ||
-                (std::isfinite(scale) &&
-                 within(got_tangent, jvp_real.values[p], {0, 4 * bound.relative * scale + bound.absolute}));
-            if (value_ok && tangent_ok) continue;
-            if (known_compiled_zero_fold<Real>(all, ins)) {
-                ++known;
-                continue;
-            }
-            std::string text =
-                slot_name(slot) + " at point " + std::to_string(p) + " " + describe(p) + ": operands (";
-            for (std::uint32_t k = 0; k < arity_of; ++k)
-                text += (k ? ", " : "") + show(local_double.inputs[p * arity_of + k]);
-            text += "), tangents (";
-            for (std::uint32_t k = 0; k < arity_of; ++k)
-                text += (k ? ", " : "") + show(tangents_double[p * arity_of + k]);
-            text += ")";
-            if (!value_ok) {
-                text += ": value " + show(got) + ", the op gives " + show(want);
-                if (std::isfinite(got) && std::isfinite(static_cast<Real>(want)))
-                    text += " (" + show(ulp_distance(got, static_cast<Real>(want))) + " ulp, bound " +
-                            show(ulps) + ")";
-            }
-            if (!tangent_ok)
-                text += ": tangent " + show(got_tangent) + ", the op's jvp gives " + show(want_tangent);
-            failures.add(text);
         }
     }
     // Diverged points: exactly those where the backend's own guard slots break a guard.
@@ -372,27 +428,73 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
     }
     compare_reports(failures, "forward (every slot), against its own guard slots", values.report.diverged,
                     expected_diverged);
-    compare_reports(failures, "jvp (every slot), against its own guard slots", tangents.report.diverged,
+    compare_reports(failures, "jvp (every slot), against its own guard slots", jvp.report.diverged,
+                    expected_diverged);
+    compare_reports(failures, "jacobian (every slot), against its own guard slots", jacobian.report.diverged,
                     expected_diverged);
     return well_conditioned;
 }
 
-/// The points of `set` where `keep` holds.
+/// The points of `set` (and their seeds) where `keep` holds.
 template <class Real>
-PointSet<Real> subset(const PointSet<Real>& set, const Tape& tape, const std::vector<bool>& keep) {
-    const std::size_t n = tape.input_count();
-    const std::size_t q = tape.param_count();
+std::pair<PointSet<Real>, Seeds<Real>> subset(const PointSet<Real>& set, const Seeds<Real>& seeds,
+                                              const Tape& tape, const std::vector<bool>& keep) {
+    const std::size_t n = tape.input_count(), m = tape.output_count(), q = tape.param_count();
     const bool per_point = set.batch().params_per_point(q);
     PointSet<Real> out;
+    Seeds<Real> out_seeds;
     if (!per_point) out.params = set.params;
+    const auto append = [](std::vector<Real>& to, const std::vector<Real>& from, std::size_t p,
+                           std::size_t width) {
+        to.insert(to.end(), from.begin() + static_cast<std::ptrdiff_t>(p * width),
+                  from.begin() + static_cast<std::ptrdiff_t>((p + 1) * width));
+    };
     for (std::size_t p = 0; p < set.points; ++p) {
         if (!keep[p]) continue;
         ++out.points;
-        out.inputs.insert(out.inputs.end(), set.inputs.begin() + p * n, set.inputs.begin() + (p + 1) * n);
-        if (per_point)
-            out.params.insert(out.params.end(), set.params.begin() + p * q, set.params.begin() + (p + 1) * q);
+        append(out.inputs, set.inputs, p, n);
+        if (per_point) append(out.params, set.params, p, q);
+        append(out_seeds.tangents, seeds.tangents, p, n);
+        append(out_seeds.cotangents, seeds.cotangents, p, m);
+        append(out_seeds.directions, seeds.directions, p, n);
     }
-    return out;
+    return {std::move(out), std::move(out_seeds)};
+}
+
+/// Clears keep[p] where some mode of the tape is ill-conditioned at point p: the reference VM
+/// in float (on the points rounded to float) is not within 1e-6 relative of the reference in
+/// double, or diverges elsewhere. Float arithmetic then loses no more than a factor of about
+/// 16 over its precision, so a correct backend in either precision is within the whole-tape
+/// bounds. (Second-order cancellation, as in hvp of -745.2 * cbrt(x) * (x / cbrt(x)), is
+/// invisible to the slot-by-slot conditioning of check_slots.)
+template <class Real>
+void drop_ill_conditioned(const Tape& tape, const PointSet<Real>& set, const Seeds<Real>& seeds,
+                          std::vector<bool>& keep) {
+    const reference::Vm oracle(tape);
+    const Results<double> d = evaluate_all(oracle, convert<double>(set), convert<double>(seeds));
+    const Results<float> f = evaluate_all(oracle, convert<float>(set), convert<float>(seeds));
+    const std::pair<const Evaluation<double>*, const Evaluation<float>*> modes[] = {
+        {&d.forward, &f.forward},
+        {&d.gradient, &f.gradient},
+        {&d.jacobian_forward, &f.jacobian_forward},
+        {&d.jacobian_reverse, &f.jacobian_reverse},
+        {&d.jvp, &f.jvp},
+        {&d.vjp, &f.vjp},
+        {&d.hvp, &f.hvp}};
+    for (const auto& [in_double, in_float] : modes) {
+        if (in_double->values.empty() || in_double->values.size() != in_float->values.size()) continue;
+        const std::size_t per_point = in_double->values.size() / set.points;
+        for (std::size_t k = 0; k < in_double->values.size(); ++k) {
+            if (!within(in_float->values[k], in_double->values[k], {1e-6, 1e-30}))
+                keep[k / per_point] = false;
+        }
+        const auto& a = in_double->report.diverged;
+        const auto& b = in_float->report.diverged;
+        for (const std::size_t p : a)
+            if (std::find(b.begin(), b.end(), p) == b.end()) keep[p] = false;
+        for (const std::size_t p : b)
+            if (std::find(a.begin(), a.end(), p) == a.end()) keep[p] = false;
+    }
 }
 
 /// Counts over a run, for the summary line.
@@ -418,13 +520,13 @@ template <class Real> void check_seed(std::uint64_t seed, const Plan& p, Tally& 
         const PointSet<Real> set = point_set<Real>(c.points);
         const std::size_t n = c.tape.input_count();
         const Seeds<Real> seeds = make_seeds<Real>(set.points, n, c.tape.output_count(), seed);
-        const auto keep = check_slots(failures, c.tape, set, seeds,
-                                      describe_points(set, n, c.tape.param_count()), tally.known);
-        const PointSet<Real> good = subset(set, c.tape, keep);
+        auto keep = check_slots(failures, c.tape, set, seeds, describe_points(set, n, c.tape.param_count()),
+                                tally.known);
+        drop_ill_conditioned(c.tape, set, seeds, keep);
+        const auto [good, good_seeds] = subset(set, seeds, c.tape, keep);
         tally.well_conditioned += good.points;
         if (good.points > 0) {
             const auto evaluator = make_evaluator(c.tape);
-            const Seeds<Real> good_seeds = make_seeds<Real>(good.points, n, c.tape.output_count(), seed);
             const Comparison<Real> comparison = run_all(*evaluator, good, good_seeds);
             const ValueJudge judge = derivative_judge<Real>(tolerances<Real>().tapes);
             compare_all(failures, comparison, c.tape, describe_points(good, n, c.tape.param_count()), judge,
