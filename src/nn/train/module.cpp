@@ -1,7 +1,9 @@
 #include "tapevm/nn/module.hpp"
 
 #include <algorithm>
+#include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "counter_random.hpp"
 #include "tapevm/error.hpp"
@@ -71,20 +73,43 @@ Parameter make_parameter(const Device& device, const Shape& shape, DType dtype) 
     return p;
 }
 
-void init_normal(const Tensor& x, double mean, double stddev, std::uint64_t seed, std::uint64_t stream) {
-    std::vector<double> values(x.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        values[i] = mean + stddev * detail::counter_normal(seed, stream, i);
+namespace {
+
+/// values[i] = value(i) for every i, on all hardware threads for large tensors (each value is a
+/// function of its index alone: the same values whatever the thread count).
+template <class Value> std::vector<double> counter_values(std::size_t n, Value value) {
+    std::vector<double> values(n);
+    const auto fill_range = [&](std::size_t begin, std::size_t end) {
+        for (std::size_t i = begin; i < end; ++i) values[i] = value(i);
+    };
+    constexpr std::size_t per_thread = std::size_t{1} << 18;
+    const std::size_t threads =
+        std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (n + per_thread - 1) / per_thread);
+    if (threads <= 1) {
+        fill_range(0, n);
+        return values;
     }
-    x.assign(values);
+    std::vector<std::thread> workers;
+    const std::size_t step = (n + threads - 1) / threads;
+    for (std::size_t t = 1; t < threads; ++t)
+        workers.emplace_back(fill_range, std::min(n, t * step), std::min(n, (t + 1) * step));
+    fill_range(0, std::min(n, step));
+    for (std::thread& worker : workers) worker.join();
+    return values;
+}
+
+}  // namespace
+
+void init_normal(const Tensor& x, double mean, double stddev, std::uint64_t seed, std::uint64_t stream) {
+    x.assign(counter_values(x.size(), [&](std::size_t i) {
+        return mean + stddev * detail::counter_normal(seed, stream, i);
+    }));
 }
 
 void init_uniform(const Tensor& x, double low, double high, std::uint64_t seed, std::uint64_t stream) {
-    std::vector<double> values(x.size());
-    for (std::size_t i = 0; i < values.size(); ++i) {
-        values[i] = low + (high - low) * detail::counter_uniform(seed, stream, i);
-    }
-    x.assign(values);
+    x.assign(counter_values(x.size(), [&](std::size_t i) {
+        return low + (high - low) * detail::counter_uniform(seed, stream, i);
+    }));
 }
 
 void init_constant(const Tensor& x, double value) { fill(x, value); }
