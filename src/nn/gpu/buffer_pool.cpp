@@ -33,13 +33,12 @@ std::shared_ptr<GpuBuffer> BufferPool::take(std::uint64_t bytes) {
         }
     }
     const auto started = std::chrono::steady_clock::now();
-    auto* raw = new GpuBuffer;
-    std::shared_ptr<GpuBuffer> buffer(raw, [reserved = reserved_, size](GpuBuffer* b) {
+    gpu::detail::DeviceBuffer memory(device_, size, kind_);  // throws OutOfDeviceMemory
+    *reserved_ += size;  // before the deleter that takes it off can run
+    std::shared_ptr<GpuBuffer> buffer(new GpuBuffer{std::move(memory)}, [reserved = reserved_, size](GpuBuffer* b) {
         delete b;
         *reserved -= size;
     });
-    buffer->buffer = gpu::detail::DeviceBuffer(device_, size, kind_);  // throws OutOfDeviceMemory
-    *reserved_ += size;
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     const std::lock_guard lock(mutex_);
     ++stats_.created;

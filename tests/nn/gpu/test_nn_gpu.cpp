@@ -13,6 +13,7 @@
 
 #include "context.hpp"
 #include "gpu/backend.hpp"
+#include "gpu/buffer_pool.hpp"
 #include "gpu/pipelines.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/nn/device.hpp"
@@ -299,6 +300,39 @@ TEST_CASE("gpu out of memory: OutOfMemory, and the device stays usable") {
     ledger.set_limit(UINT64_MAX);
     const Tensor x = gpu().zeros({1 << 10}, DType::f32);
     CHECK(x.to_double() == std::vector<double>(1 << 10, 0.0));
+}
+
+TEST_CASE("gpu caching allocator: reuse, flat memory, empty_cache, a retry after out of memory") {
+    const Device& g = gpu();
+    g.empty_cache();
+    const std::uint64_t reserved = g.reserved_memory();
+    for (int i = 0; i < 100; ++i) {  // the same size class every time: one buffer, reused
+        const Tensor t = g.empty({1000, 100}, DType::f32);
+        fill(t, 1.0);
+    }
+    g.synchronize();
+    CHECK(g.reserved_memory() - reserved == detail::BufferPool::class_bytes(400000));
+    g.empty_cache();
+    CHECK(g.reserved_memory() == reserved);
+
+    // A cached 4 MiB buffer, then a ledger with room for 3 MiB more: a 5 MiB tensor fits only
+    // once the allocator has given the cached buffer back.
+    { const Tensor cached = g.empty({1 << 20}, DType::f32); }
+    g.synchronize();
+    CHECK(g.reserved_memory() - reserved == (4u << 20));
+    auto& ledger = backend().device().ledger();
+    ledger.set_limit(ledger.live_bytes() + (3u << 20));
+    try {
+        const Tensor five = g.empty({(1 << 20) + (1 << 18)}, DType::f32);
+        CHECK(g.reserved_memory() - reserved == (5u << 20));
+        CHECK_THROWS_AS(g.empty({1 << 20}, DType::f32), tapevm::OutOfMemory);  // no cache left to give
+    } catch (...) {
+        ledger.set_limit(UINT64_MAX);
+        throw;
+    }
+    ledger.set_limit(UINT64_MAX);
+    g.empty_cache();
+    CHECK(g.reserved_memory() == reserved);
 }
 
 TEST_CASE("gpu embedded shaders: every variant is there; unknown names are errors") {
