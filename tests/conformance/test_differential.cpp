@@ -192,18 +192,30 @@ template <class Real> double flushed(double x) {
 /// x NaN, infinite or negative, 0 / x gives +0 for x negative or zero, 0 - x gives -x, so
 /// 0 - 0 is -0), although the pipelines declare SignedZeroInfNanPreserve, which lavapipe
 /// offers (src/vm_gpu/README.md, float controls); the interpreter, reading constants from a
-/// buffer, is right. Found by this test (CI slice, f32: seeds 2 7 12 17 20 24). Left to
+/// buffer, is right. Found by this test (CI slice, f32: seeds 2 7 12 17 20 24; f64 seed 59:
+/// x / 0 gave 8.9e-313, and expm1's tangent downstream 0 for a tangent of -inf). Left to
 /// src/vm_gpu (codegen: `precise` statements, or constants the driver cannot see).
 template <class Real> bool known_compiled_zero_fold(const Tape& tape, const Instruction& ins) {
     const std::string& name = backend().name;
     if (name.rfind("gpu compiled", 0) != 0 || name.find("llvmpipe") == std::string::npos) return false;
     if (const char* off = std::getenv("TAPEVM_DIFF_NO_KNOWN"); off != nullptr && *off == '1') return false;
-    const std::uint32_t operands[] = {ins.a, ins.b, ins.c};
-    for (std::uint32_t k = 0; k < arity(ins.op); ++k) {
-        const Instruction& operand = tape.instructions()[operands[k]];
-        if (operand.op == Op::Const && static_cast<Real>(tape.constants()[operand.a]) == 0) return true;
-    }
-    return false;
+    // Slots that read a zero constant, and every slot computed from one: the driver's folds
+    // assume no infinity or NaN downstream too (a tangent of -inf times 1 gave 0).
+    const auto instructions = tape.instructions();
+    std::vector<bool> tainted(instructions.size(), false);
+    auto reads_taint = [&](const Instruction& at) {
+        const std::uint32_t operands[] = {at.a, at.b, at.c};
+        for (std::uint32_t k = 0; k < arity(at.op); ++k) {
+            const Instruction& operand = instructions[operands[k]];
+            if (tainted[operands[k]] ||
+                (operand.op == Op::Const && static_cast<Real>(tape.constants()[operand.a]) == 0))
+                return true;
+        }
+        return false;
+    };
+    for (std::size_t slot = 0; slot < instructions.size(); ++slot)
+        tainted[slot] = !has_flag(instructions[slot].op, op_flag::leaf) && reads_taint(instructions[slot]);
+    return reads_taint(ins);
 }
 
 /// The partial of Expm1 (r + 1) and Tanh ((1 - r)(1 + r)) computed from the result r: the op
@@ -428,12 +440,21 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
             holds = holds && ((value(p, guard.slot) != 0) == (guard.expected != 0));
         if (!holds) expected_diverged.push_back(p);
     }
-    compare_reports(failures, "forward (every slot), against its own guard slots", values.report.diverged,
-                    expected_diverged);
-    compare_reports(failures, "jvp (every slot), against its own guard slots", jvp.report.diverged,
-                    expected_diverged);
-    compare_reports(failures, "jacobian (every slot), against its own guard slots", jacobian.report.diverged,
-                    expected_diverged);
+    // Where a guard slot reads a folded zero constant (known_compiled_zero_fold), each kernel
+    // folds its own way and the modes may disagree on the guards.
+    bool guards_known = false;
+    for (const Guard& guard : all.guards())
+        guards_known = guards_known || known_compiled_zero_fold<Real>(all, all.instructions()[guard.slot]);
+    if (guards_known) {
+        ++known;
+    } else {
+        compare_reports(failures, "forward (every slot), against its own guard slots", values.report.diverged,
+                        expected_diverged);
+        compare_reports(failures, "jvp (every slot), against its own guard slots", jvp.report.diverged,
+                        expected_diverged);
+        compare_reports(failures, "jacobian (every slot), against its own guard slots",
+                        jacobian.report.diverged, expected_diverged);
+    }
     return well_conditioned;
 }
 
@@ -557,8 +578,8 @@ TEST_CASE_TEMPLATE("differential: seeded random hand-built tapes, every mode, ag
                            << tally.well_conditioned << " well-conditioned, also judged whole), "
                            << tally.failing << " tapes with mismatches");
     if (tally.known > 0)
-        MESSAGE("NOT PASSED, excluded as a known failure (known_compiled_zero_fold): " << tally.known
-                                                                                       << " slot results");
+        MESSAGE("NOT PASSED, excluded as a known failure (known_compiled_zero_fold): "
+                << tally.known << " slot results and diverged-point reports");
 }
 
 }  // namespace
