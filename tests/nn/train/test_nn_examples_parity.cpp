@@ -19,6 +19,7 @@
 
 #include <unistd.h>
 
+#include "markov_text.hpp"
 #include "../../cli_support.hpp"
 #include "tapevm/nn/data.hpp"
 #include "tapevm/nn/examples.hpp"
@@ -31,18 +32,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The first-order Markov chain of the other train tests (8 letters, entropy ln 2 a character).
-std::string markov_text(std::size_t length, std::uint64_t seed, char first = 'a') {
-    std::string text;
-    std::uint64_t state = seed;
-    std::size_t s = 0;
-    for (std::size_t i = 0; i < length; ++i) {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        s = (state >> 63) != 0 ? (s + 1) % 8 : (3 * s + 2) % 8;
-        text.push_back(static_cast<char>(first + s));
-    }
-    return text;
-}
+using tapevm::nn::test::markov_text;
 
 // A fresh directory, removed with its contents.
 class TempDir {

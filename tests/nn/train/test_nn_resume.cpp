@@ -9,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "markov_text.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/nn/examples.hpp"
 #include "tapevm/nn/gpt.hpp"
@@ -19,20 +20,7 @@ using namespace tapevm::nn;
 
 namespace {
 
-// A first-order Markov chain over 8 letters: from letter s the next is s + 1 or 3 s + 2 (mod
-// 8), each with probability 1/2 (never the same letter). Its entropy rate is ln 2 nats per
-// character: no model can beat it, and a bigram model reaches it.
-std::string markov_text(std::size_t length, std::uint64_t seed) {
-    std::string text;
-    std::uint64_t state = seed;
-    std::size_t s = 0;
-    for (std::size_t i = 0; i < length; ++i) {
-        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-        s = (state >> 63) != 0 ? (s + 1) % 8 : (3 * s + 2) % 8;
-        text.push_back(static_cast<char>('a' + s));
-    }
-    return text;
-}
+using tapevm::nn::test::markov_text;
 
 std::filesystem::path temporary(const std::string& name) {
     return std::filesystem::temp_directory_path() / ("tapevm_test_" + std::to_string(::getpid()) + "_" + name);
