@@ -1,9 +1,8 @@
 // Dropout's mask: a pure function of (seed, stream, flat element index), the same bits on every
 // device. The host folds (seed, stream) into a 32-bit key; element i is kept when
 // (triple32(triple32(i) ^ key) >> 8) >= threshold, threshold = round(p * 2^24).
-// triple32 is Chris Wellons' low-bias 32-bit integer hash (hash-prospector). The gpu shader
-// (gpu/shaders/dropout.comp) computes the same; the conformance suite compares the masks bit for
-// bit across devices.
+// triple32 (gpu/shaders/triple32.glsl, one body for this header and gpu/shaders/dropout.comp);
+// the conformance suite compares the masks bit for bit across devices.
 #pragma once
 
 #include <cmath>
@@ -11,16 +10,9 @@
 
 namespace tapevm::nn::detail {
 
-constexpr std::uint32_t triple32(std::uint32_t x) {
-    x ^= x >> 17;
-    x *= 0xed5ad4bbU;
-    x ^= x >> 11;
-    x *= 0xac4c1b51U;
-    x ^= x >> 15;
-    x *= 0x31848babU;
-    x ^= x >> 14;
-    return x;
-}
+#define NN_TRIPLE32_SIGNATURE constexpr std::uint32_t triple32(std::uint32_t v)
+#include "gpu/shaders/triple32.glsl"
+#undef NN_TRIPLE32_SIGNATURE
 
 struct DropoutMask {
     std::uint32_t key = 0;

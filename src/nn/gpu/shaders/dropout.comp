@@ -10,16 +10,8 @@ layout(set = 0, binding = 0, std430) buffer X { NN_T x[]; };
 layout(set = 0, binding = 1, std430) buffer Y { NN_T y[]; };
 layout(push_constant) uniform Push { uint n; uint key; uint threshold; float scale; } pc;
 
-uint triple32(uint v) {
-    v ^= v >> 17;
-    v *= 0xed5ad4bbu;
-    v ^= v >> 11;
-    v *= 0xac4c1b51u;
-    v ^= v >> 15;
-    v *= 0x31848babu;
-    v ^= v >> 14;
-    return v;
-}
+#define NN_TRIPLE32_SIGNATURE uint triple32(uint v)
+#include "triple32.glsl"
 
 void main() {
     const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
