@@ -232,10 +232,15 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
                 std::vector<std::byte> sizes;
                 append_sizes(sizes, code->statements, code->library_calls);
                 start = Clock::now();
-                entry->pipeline = &device_.kernels().compiled_pipeline(code->spirv, spec.double_precision, name,
-                                                                       key, &report.pipeline, sizes);
+                try {
+                    entry->pipeline = &device_.kernels().compiled_pipeline(code->spirv, spec.double_precision,
+                                                                           name, key, &report.pipeline, sizes);
+                    report.compiled = true;
+                } catch (const DeviceUnavailable& error) {  // the driver refuses the kernel: interpret
+                    entry->pipeline = nullptr;
+                    report.reason = std::string("the driver refused the compiled kernel: ") + error.what();
+                }
                 report.pipeline_s = seconds_since(start);
-                report.compiled = true;
             }
         }
     }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "errors.hpp"
+#include "fault_injection.hpp"
 #include "tapevm/error.hpp"
 #include "tuning.hpp"
 
@@ -333,6 +334,7 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         device_info.pNext = next;
         device_ = vk::raii::Device(physical, device_info);
         queue_ = device_.getQueue(queue_family_, 0);
+        install_fault_hooks(device_, queue_);  // tests only (fault_injection.hpp)
         float_controls_ = tapevm::gpu::detail::float_controls(physical);
         kernels_ = std::make_unique<Kernels>(device_, info_.float64, float_controls_, kernel_features,
                                              pipeline_cache_key(physical.getProperties()));

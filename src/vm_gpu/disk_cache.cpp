@@ -133,11 +133,16 @@ std::optional<std::vector<std::byte>> DiskCache::load(std::string_view key) cons
         std::filesystem::remove(file, ignored);
         return std::nullopt;
     };
-    std::error_code error;
-    const std::uintmax_t size = std::filesystem::file_size(file, error);
+    // The size of the file that was opened, not of the path: another process may have renamed a
+    // new entry (of another size) onto the path since, and the open file is the one read.
+    // (std::filesystem::file_size(file) here made such a load reject, and remove, the other
+    // process's good entry: tests/concurrency/test_concurrency_disk_cache.cpp.)
+    if (!in.seekg(0, std::ios::end)) return reject();
+    const std::streamoff end = in.tellg();
+    if (end < 0 || !in.seekg(0, std::ios::beg)) return reject();
+    const auto size = static_cast<std::uintmax_t>(end);
     Header header{};
-    if (error || size < sizeof header || !in.read(reinterpret_cast<char*>(&header), sizeof header))
-        return reject();
+    if (size < sizeof header || !in.read(reinterpret_cast<char*>(&header), sizeof header)) return reject();
     if (std::memcmp(header.magic, magic, sizeof magic) != 0 || header.key_bytes != key.size() ||
         header.payload_bytes != size - sizeof header - header.key_bytes || header.key_bytes > size)
         return reject();

@@ -1,0 +1,107 @@
+// The GPU VM's thread-safety contract (docs/THREADS.md, tapevm/gpu.hpp) from 8 threads at once,
+// compared with serial runs bit for bit: many Vms on one device (each thread its own Vm, made
+// and destroyed while the others run), and one Vm shared by every thread, with host spans and
+// with device-resident buffers. Shapes are tiny (lavapipe is slow); 70 points in chunks of 64
+// still take both chunk slots. The validation layer, when installed, also checks that the
+// Vulkan objects that need external synchronisation get it (its thread-safety checks).
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "concurrency_support.hpp"
+#include "tapevm/error.hpp"
+#include "tapevm/gpu.hpp"
+#include "tapevm/var.hpp"
+
+namespace tapevm::test {
+namespace {
+
+constexpr std::size_t points = 70;
+
+// Tape k: small, different per k (constants), with a guard that some points fail.
+Tape gpu_case(unsigned k) {
+    const std::vector<double> at = {0.3, 0.1 * k};
+    return record(std::span<const double>(at), [k](std::span<const Var> x) {
+        Var y = x[0] * x[1] + 0.125 * k;
+        if (y > 0.0) y = y * 2.0;  // a guard: points with x0 x1 + k/8 <= 0 diverge
+        return sin(y) + x[0] / (1.0 + x[1] * x[1]);
+    });
+}
+
+gpu::Options gpu_options() {
+    gpu::Options options;
+    options.chunk_points = 64;
+    options.validation = true;
+    return options;
+}
+
+std::vector<float> gpu_inputs(unsigned salt) {
+    std::vector<float> inputs(points * 2);
+    for (std::size_t i = 0; i < inputs.size(); ++i)
+        inputs[i] = static_cast<float>(static_cast<int>((i * 37 + salt * 11) % 41) - 20) / 16.0f;
+    return inputs;
+}
+
+// forward, gradient and the resident forward of `vm`, with the diverged points, concatenated.
+std::vector<float> gpu_results(const gpu::Vm& vm, unsigned salt) {
+    const std::vector<float> inputs = gpu_inputs(salt);
+    const Batch<float> batch{points, inputs, {}};
+    std::vector<float> all;
+    const auto append = [&](const std::vector<float>& values, const Report& report) {
+        all.insert(all.end(), values.begin(), values.end());
+        for (const std::size_t point : report.diverged) all.push_back(static_cast<float>(point));
+        all.push_back(static_cast<float>(report.diverged.size()));
+    };
+    const auto forward = vm.forward(batch);
+    append(forward.values, forward.report);
+    const auto gradient = vm.gradient(batch);
+    append(gradient.values, gradient.report);
+    const auto x = vm.upload<float>(inputs);
+    auto y = vm.allocate<float>(points);
+    const Report report = vm.forward(points, x, nullptr, y);
+    std::vector<float> resident(points);
+    vm.download(y, std::span<float>(resident));
+    append(resident, report);
+    return all;
+}
+
+TEST_CASE("many gpu::Vms on one device, each on its own thread, give the serial results bit for bit") {
+    std::vector<Tape> tapes;
+    std::vector<std::vector<float>> expected;
+    for (unsigned k = 0; k < concurrent_threads; ++k) {
+        tapes.push_back(gpu_case(k));
+        expected.push_back(gpu_results(gpu::Vm(tapes.back(), gpu_options()), k));
+    }
+    REQUIRE(expected[0].back() > 0);  // some points diverge: the guard reports are compared too
+
+    Mismatches mismatches;
+    check_no_errors(run_concurrently([&](unsigned t) {
+        for (unsigned round = 0; round < 2; ++round) {
+            const unsigned k = (t + round) % concurrent_threads;
+            const gpu::Vm vm(tapes[k], gpu_options());  // made and destroyed while others run
+            if (!same_bits(gpu_results(vm, k), expected[k])) mismatches.add("tape " + std::to_string(k));
+        }
+    }));
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+}
+
+TEST_CASE("one gpu::Vm called from 8 threads at once gives the serial results bit for bit") {
+    const gpu::Vm vm(gpu_case(3), gpu_options());
+    std::vector<std::vector<float>> expected;
+    for (unsigned salt = 0; salt < concurrent_threads; ++salt) expected.push_back(gpu_results(vm, salt));
+
+    Mismatches mismatches;
+    check_no_errors(run_concurrently([&](unsigned t) {
+        for (unsigned round = 0; round < 2; ++round) {
+            const unsigned salt = (t + round) % concurrent_threads;
+            if (!same_bits(gpu_results(vm, salt), expected[salt])) mismatches.add("salt " + std::to_string(salt));
+        }
+    }));
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+}
+
+}  // namespace
+}  // namespace tapevm::test
