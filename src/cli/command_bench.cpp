@@ -1,4 +1,5 @@
-// tapevm bench: the benchmark driver of bench/ (bench/README.md) behind a command line.
+// tapevm-bench bench (`tapevm bench`): the benchmark driver of bench/ (bench/README.md) behind a
+// command line.
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -76,13 +77,8 @@ void list(std::ostream& out) {
 }
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
-    // `tapevm bench --nn ...` is `tapevm bench-nn ...` (command_bench_nn.cpp).
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        if (args[i] != "--nn") continue;
-        std::vector<std::string_view> rest(args.begin(), args.end());
-        rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-        return bench_nn_command().run(rest, out, err);
-    }
+    // `tapevm bench --nn` is handled by tapevm (command_bench_program.cpp): the nn kernels'
+    // benchmark is tapevm's bench-nn, not part of this program.
     const Arguments arguments = parse_arguments("bench", args, options);
     if (arguments.answered_help(help, out)) return 0;
     arguments.expect_positional(0, 0, "no arguments");

@@ -178,6 +178,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         }
     } catch (const DeviceUnavailable& error) {
         gpu_note = error.what();
+    } catch (const Unsupported& error) {  // built without the GPU VM
+        gpu_note = error.what();
     }
     const Outcome gpu_outcome = gpu_vm ? measure(*gpu_vm) : Outcome{};
 

@@ -10,13 +10,18 @@
 #include <doctest/doctest.h>
 
 #include "../cli_support.hpp"
+#include "bench_program.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 using tapevm::test::CliResult;
-using tapevm::test::run_cli;
+
+/// `tapevm-bench args...` in-process: the program `tapevm bench` and `tapevm adbench` run.
+CliResult run_cli(std::initializer_list<std::string> args) {
+    return tapevm::test::run_cli_program(tapevm::cli::run_bench_program, args);
+}
 
 const std::string data_folder = TAPEVM_ADBENCH_DATA;
 

@@ -15,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include "../cli_support.hpp"
+#include "bench_program.hpp"
 #include "backends.hpp"
 #include "cli.hpp"
 #include "inputs_file.hpp"
@@ -30,7 +31,11 @@ namespace {
 namespace fs = std::filesystem;
 
 using tapevm::test::CliResult;
-using tapevm::test::run_cli;
+
+/// `tapevm-bench args...` in-process: the program `tapevm bench` and `tapevm adbench` run.
+CliResult run_cli(std::initializer_list<std::string> args) {
+    return tapevm::test::run_cli_program(tapevm::cli::run_bench_program, args);
+}
 
 fs::path temp_path(std::string_view name) {
     std::random_device entropy;
