@@ -4,7 +4,7 @@
 # PACK_DIR (an ignored folder of the checkout, e.g. .gpu) gets the Vulkan loader package
 # (../shared/vulkan-loader, unpacked there with `for f in PACK_DIR/*.deb; do dpkg -x $f /; done;
 # ldconfig`; Debian's libglvnd packages too) and bin.tar.xz, which unpacks (`tar xJf PACK_DIR/bin.tar.xz -C PACK_DIR`) into bin/:
-# tapevm, the GPU test executables and the conformance suite's GPU executable (their SPIR-V is
+# tapevm and tapevm-bench (which `tapevm bench` runs from the same folder), the GPU test executables and the conformance suite's GPU executable (their SPIR-V is
 # embedded, the tape compiler's GLSL library too: nothing else of the checkout is read at run
 # time), and bin/lib/ with the shared libraries the GPU machine lacks (ADOL-C). Compressed, as
 # the device tool carries at most 64 MiB (each program links glslang statically, ~10 MB).
@@ -29,18 +29,20 @@ for package in libglvnd0 libegl1 libopengl0 libgl1 libglx0 libgles2; do
     (cd "$pack" && apt-get download "$package") || echo "gpu_pack: could not download $package" >&2
 done
 cp "$build/src/cli/tapevm" "$pack/bin/"
+# `tapevm bench` and `tapevm adbench` run tapevm-bench from tapevm's folder (built with -Dbench).
+[[ -x $build/src/cli/tapevm-bench ]] && cp "$build/src/cli/tapevm-bench" "$pack/bin/"
 for exe in "$build"/tests/gpu/test_gpu_* "$build"/tests/conformance/test_conformance_gpu; do
     [[ -x $exe && -f $exe ]] && cp "$exe" "$pack/bin/"
 done
 # Shared libraries outside the base system that the programs link (ADOL-C and what it needs).
-ldd "$pack"/bin/tapevm "$pack"/bin/test_* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
+ldd "$pack"/bin/tapevm* "$pack"/bin/test_* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
     case $(basename "$library") in
         libc.so* | libm.so* | libstdc++.so* | libgcc_s.so* | ld-linux* | libdl.so* | libpthread.so*) ;;
         libvulkan.so*) ;;  # from the loader package
         *) cp -L "$library" "$pack/bin/lib/" ;;
     esac
 done
-strip --strip-unneeded "$pack"/bin/tapevm "$pack"/bin/test_* 2>/dev/null || true
+strip --strip-unneeded "$pack"/bin/tapevm* "$pack"/bin/test_* 2>/dev/null || true
 ls "$pack/bin" "$pack/bin/lib"
 tar -cJf "$pack/bin.tar.xz" -C "$pack" bin
 rm -rf "$pack/bin"

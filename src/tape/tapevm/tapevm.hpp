@@ -5,7 +5,6 @@
 #include "tapevm/batch.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/evaluator.hpp"
-#include "tapevm/examples.hpp"
 #include "tapevm/op.hpp"
 #include "tapevm/optimize.hpp"
 #include "tapevm/reference.hpp"
