@@ -16,7 +16,12 @@
 #   5. fuzz       build-fuzz/ with clang++ 14 and -Dfuzz=true (libFuzzer + ASan + UBSan), then
 #                 each target of fuzz/ for FUZZ_SECONDS over its seed corpus and its regression
 #                 inputs (tests/fuzz_regressions/): a crash fails it (fuzz/README.md)
-# and ends with one line "N passed, M failed": N and M count Meson tests of steps 1 and 2
+#   6. tsan       build-tsan/ with clang++ 14 and ThreadSanitizer (at -O0: it compiles in a
+#                 fraction of -O2's time), only the executables of suite concurrency (alias target
+#                 concurrency-tests and what they link), then that suite with the suppressions
+#                 of tests/concurrency/tsan.supp (the Vulkan loader, validation layer and
+#                 lavapipe): a data race fails it (docs/THREADS.md)
+# and ends with one line "N passed, M failed": N and M count Meson tests of steps 1, 2 and 6
 # plus one per consumer and one per fuzz target; a build that fails counts as one failure.
 #
 # Running it again is fast: configured build folders are reused (ninja re-runs Meson when a
@@ -29,6 +34,7 @@ readonly ROOT
 readonly BUILD=$ROOT/build
 readonly BUILD_ASAN=$ROOT/build-asan
 readonly BUILD_FUZZ=$ROOT/build-fuzz
+readonly BUILD_TSAN=$ROOT/build-tsan
 
 # What building and running everything needs (Vulkan, glslang and xsimd for the GPU and CPU
 # VMs; mesa-vulkan-drivers is lavapipe, the Vulkan device of machines without a GPU, and
@@ -54,6 +60,10 @@ readonly SANITIZER_MESON_ARGS=(--buildtype=debugoptimized -Dwerror=true -Dtests=
 readonly FUZZ_MESON_ARGS=(--buildtype=debugoptimized -Dwerror=true -Dtests=false -Dfuzz=true)
 readonly FUZZ_TARGETS=(tape csv bench_inputs ba kernel_cache safetensors)
 readonly FUZZ_SECONDS=20
+# The ThreadSanitizer build: -O0 with line tables only, since the CPU VM's kernels (xsimd,
+# three instruction sets) take minutes each to compile with optimisation under TSan.
+readonly TSAN_MESON_ARGS=(--buildtype=plain -Doptimization=0 -Ddebug=false -Dcpp_args=-gline-tables-only
+                          -Dwerror=true -Dtests=true -Db_sanitize=thread -Db_lundef=false)
 
 log() { printf '\n==> %s\n' "$*"; }
 die() {
@@ -160,6 +170,19 @@ build_fuzz() {
 run_tests_sanitized() {
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
         run_tests "$BUILD_ASAN" --no-suite shader_variants
+}
+
+# Only the concurrency suite's executables and what they link (the tape library, the CPU and
+# GPU VMs, the interpreter's shaders): not the whole project.
+build_tsan() {
+    setup_build "$BUILD_TSAN" "$SANITIZER_CXX" "$ROOT" "${TSAN_MESON_ARGS[@]}"
+    meson compile -C "$BUILD_TSAN" concurrency-tests
+}
+
+# TSan exits 66 from a test that raced, which fails it.
+run_tests_tsan() {
+    TSAN_OPTIONS="suppressions=$ROOT/tests/concurrency/tsan.supp second_deadlock_stack=1" \
+        run_tests "$BUILD_TSAN" --no-rebuild --suite concurrency
 }
 
 # Installs build/ into a staging folder and builds and runs tests/consumer_pkgconfig against
@@ -313,6 +336,11 @@ cmd_test() {
             count_step "fuzz $target ($FUZZ_SECONDS s, fuzz/corpus/$target)" \
                 "$ROOT/fuzz/run.sh" "$BUILD_FUZZ" "$target" "$FUZZ_SECONDS" --fresh
         done
+    fi
+
+    build_step "tsan build (clang++ 14, ThreadSanitizer, concurrency suite only, build-tsan/)" build_tsan
+    if ((step_status == 0)); then
+        test_step "tsan tests (suite concurrency)" "$BUILD_TSAN" run_tests_tsan
     fi
 
     log "Summary ($((SECONDS - start)) s)"

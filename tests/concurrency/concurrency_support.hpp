@@ -15,9 +15,29 @@
 
 #include <doctest/doctest.h>
 
+#if defined(__SANITIZE_THREAD__)
+#define TAPEVM_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TAPEVM_TEST_TSAN 1
+#endif
+#endif
+
 namespace tapevm::test {
 
 inline constexpr unsigned concurrent_threads = 8;
+
+/// Under ThreadSanitizer (built at -O0 to keep dev.sh's tsan step short, and 5-15x slower
+/// besides) the suites repeat less: TSan needs the concurrent calls, not many of them.
+#ifdef TAPEVM_TEST_TSAN
+inline constexpr bool under_thread_sanitizer = true;
+#else
+inline constexpr bool under_thread_sanitizer = false;
+#endif
+/// `normal` repetitions, or `sanitized` under ThreadSanitizer.
+inline constexpr unsigned repetitions(unsigned normal, unsigned sanitized) {
+    return under_thread_sanitizer ? sanitized : normal;
+}
 
 /// Runs body(thread) on `threads` threads that start together (a latch) and joins them.
 /// Returns the first exception's message per thread ("" where none was thrown): doctest's

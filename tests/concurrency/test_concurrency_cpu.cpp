@@ -38,6 +38,10 @@ Tape record_case(unsigned k) {
             y = sin(y) * x[2] + y / (1.0 + x[i % 3] * x[i % 3]);
             if (y > x[1]) y = y - 0.5;  // a guard
             y = select(y < x[0], y * 1.5, pow(y, 2) + 0.25 * k);
+            // Hands the core to another thread mid-recording, so that recordings interleave
+            // even where threads outnumber cores (2 here) and a recording is shorter than a
+            // time slice.
+            std::this_thread::yield();
         }
         return std::vector<Var>{y, exp(y * x[0]) + hypot(x[1], x[2])};
     });
@@ -127,7 +131,7 @@ TEST_CASE("one cpu::Vm evaluated from 8 threads at once gives the serial results
     // blocks spread over whoever joins it (thread_pool.hpp).
     const Tape tape = record_case(5);
     const cpu::Vm vm(tape, {.threads = 4, .block_lanes = 64});
-    constexpr std::size_t points = 700;  // 11 blocks of 64 lanes
+    constexpr std::size_t points = repetitions(700, 200);  // 11 (4) blocks of 64 lanes
     const std::vector<double> expected64 = every_mode<double>(vm, points);
     const std::vector<float> expected32 = every_mode<float>(vm, points);
     // The guards diverge somewhere, so the merged diverged lists are compared too.
@@ -135,7 +139,7 @@ TEST_CASE("one cpu::Vm evaluated from 8 threads at once gives the serial results
 
     Mismatches mismatches;
     check_no_errors(run_concurrently([&](unsigned t) {
-        for (unsigned round = 0; round < 3; ++round) {
+        for (unsigned round = 0; round < repetitions(3, 1); ++round) {
             if ((t + round) % 2 == 0) {
                 if (!same_bits(every_mode<double>(vm, points), expected64)) mismatches.add("double");
             } else {
@@ -156,7 +160,7 @@ TEST_CASE("cpu::Vms made, used and destroyed on 8 threads at once match the refe
 
     Mismatches mismatches;
     check_no_errors(run_concurrently([&](unsigned t) {
-        for (unsigned round = 0; round < 3; ++round) {
+        for (unsigned round = 0; round < repetitions(3, 1); ++round) {
             // The reference VM from every thread at once: same bits as the serial run.
             if (!same_bits(every_mode<double>(reference, points), expected)) mismatches.add("reference");
             // A Vm of this thread's own, with a pool of 1 + t % 3 threads.

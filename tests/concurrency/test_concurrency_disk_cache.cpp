@@ -21,6 +21,7 @@
 
 #include <doctest/doctest.h>
 
+#include "concurrency_support.hpp"
 #include "disk_cache.hpp"
 
 extern char** environ;
@@ -31,7 +32,7 @@ namespace {
 using gpu::detail::DiskCache;
 
 constexpr unsigned key_count = 8;
-constexpr unsigned iterations = 150;
+constexpr unsigned iterations = repetitions(150, 60);
 constexpr unsigned threads_per_process = 2;
 
 std::string key_name(unsigned key) { return "kernel-concurrency-test-" + std::to_string(key); }

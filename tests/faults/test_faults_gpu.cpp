@@ -9,11 +9,18 @@
 //
 // Order matters: the device's pipelines are made once per process, so the pipeline sweep runs
 // first (test cases run in the order written), and the submission sweep, which loses devices, last.
+#include <csignal>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <doctest/doctest.h>
 
@@ -207,6 +214,133 @@ TEST_CASE("a failed submission loses the device: DeviceLost, the Vm refuses clea
             REQUIRE_MESSAGE(fresh.error_type.empty(), fresh.message);
             CHECK(fresh.values == expected);
         }
+    }
+}
+
+// Sets an environment variable for the scope, restoring the previous value.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) {
+        if (const char* old = std::getenv(name)) old_ = old;
+        setenv(name, value.c_str(), 1);
+    }
+    ~ScopedEnv() {
+        if (old_) {
+            setenv(name_, old_->c_str(), 1);
+        } else {
+            unsetenv(name_);
+        }
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+    std::optional<std::string> old_;
+};
+
+// A compiled-engine Vm's forward results and its compile plan, in a cache folder of its own.
+struct CompiledRun {
+    std::vector<float> values;
+    gpu::CompilePlan plan;
+};
+CompiledRun compiled_forward(const Tape& tape) {
+    gpu::Options options = fault_test_options();
+    options.engine = gpu::Engine::compiled;
+    const gpu::Vm vm(tape, options);
+    const std::vector<float> inputs = fault_test_values(3, 0);
+    CompiledRun run;
+    run.values = vm.forward(Batch<float>{fault_test_points, inputs, {}}).values;
+    run.plan = vm.compile_plan<float>("forward");
+    return run;
+}
+
+// A folder under the system's temporary folder, removed at the end of the scope.
+struct TemporaryFolder {
+    explicit TemporaryFolder(const std::string& name)
+        : path(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(static_cast<long>(::getpid())))) {
+        std::filesystem::remove_all(path);
+        std::filesystem::create_directories(path);
+    }
+    ~TemporaryFolder() {
+        std::error_code ignored;
+        std::filesystem::remove_all(path, ignored);
+    }
+    std::filesystem::path path;
+};
+
+std::size_t files_under(const std::filesystem::path& folder) {
+    std::size_t count = 0;
+    std::error_code error;
+    for (auto it = std::filesystem::recursive_directory_iterator(folder, error);
+         !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error))
+        count += it->is_regular_file() ? 1 : 0;
+    return count;
+}
+
+// Each compiled-engine test uses a tape of its own (a distinct constant), so that no kernel
+// comes from the process's memory cache of an earlier test.
+Tape compiled_test_tape(double constant) {
+    return record(3, [constant](std::span<const Var> x) { return sin(x[0]) * x[1] + x[2] * constant; });
+}
+
+TEST_CASE("a driver that refuses a compiled kernel: the interpreter runs it, and a later Vm compiles it") {
+    // lavapipe runs compiled kernels only with its LLVM optimiser off (compiler.hpp).
+    const ScopedEnv nopt("GALLIVM_PERF", "nopt");
+    const TemporaryFolder cache("tapevm-faults-refused");
+    const ScopedEnv folder("TAPEVM_CACHE_DIR", cache.path.string());
+    const Tape tape = compiled_test_tape(0.75);
+    const std::vector<float> expected = run_mode(reference::Vm(tape), Mode::forward);
+    const std::uint64_t fired = gpu::detail::faults_fired(FaultPoint::pipeline);
+    gpu::detail::arm_fault(FaultPoint::pipeline, 1);  // the compiled kernel's is the call's first
+    const CompiledRun refused = compiled_forward(tape);
+    gpu::detail::disarm_faults();
+    CHECK(gpu::detail::faults_fired(FaultPoint::pipeline) == fired + 1);
+    CHECK_FALSE(refused.plan.compiled);
+    CHECK(refused.plan.reason.find("refused") != std::string::npos);
+    check_close(refused.values, expected, "forward on the interpreter after the refusal");
+    const CompiledRun accepted = compiled_forward(tape);
+    CHECK_MESSAGE(accepted.plan.compiled, accepted.plan.reason);
+    check_close(accepted.values, expected, "forward on the compiled kernel");
+}
+
+TEST_CASE("a cache folder that cannot be written (full disk, a file in the way) is skipped, never an error") {
+    const ScopedEnv nopt("GALLIVM_PERF", "nopt");
+    SUBCASE("full disk: every write fails (RLIMIT_FSIZE stands in for a full file system)") {
+        const TemporaryFolder cache("tapevm-faults-full");
+        const ScopedEnv folder("TAPEVM_CACHE_DIR", cache.path.string());
+        const Tape tape = compiled_test_tape(1.25);
+        const std::vector<float> expected = run_mode(reference::Vm(tape), Mode::forward);
+        rlimit old{};
+        REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0);
+        const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);  // write() fails with EFBIG instead
+        rlimit full = old;
+        full.rlim_cur = 16;  // not even an entry's header fits
+        REQUIRE(setrlimit(RLIMIT_FSIZE, &full) == 0);
+        std::optional<CompiledRun> run;
+        std::string error;
+        try {
+            run = compiled_forward(tape);
+        } catch (const std::exception& e) {
+            error = e.what();
+        }
+        REQUIRE(setrlimit(RLIMIT_FSIZE, &old) == 0);
+        std::signal(SIGXFSZ, old_handler);
+        REQUIRE_MESSAGE(run.has_value(), error);
+        CHECK_MESSAGE(run->plan.compiled, run->plan.reason);
+        check_close(run->values, expected, "forward with a full disk");
+        CHECK(files_under(cache.path) == 0);  // nothing stored, no temporary file left behind
+    }
+    SUBCASE("the cache folder's path runs through a file") {
+        const TemporaryFolder parent("tapevm-faults-blocked");
+        const auto file = parent.path / "a-file";
+        std::ofstream(file) << "not a folder";
+        const ScopedEnv folder("TAPEVM_CACHE_DIR", (file / "cache").string());
+        const Tape tape = compiled_test_tape(1.75);
+        const CompiledRun run = compiled_forward(tape);
+        CHECK_MESSAGE(run.plan.compiled, run.plan.reason);
+        check_close(run.values, run_mode(reference::Vm(tape), Mode::forward), "forward without a cache folder");
+        CHECK(files_under(parent.path) == 1);
     }
 }
 

@@ -75,7 +75,9 @@ std::optional<TapeDefect> find_defect(const TapeParts& parts);
 /// Throws InvalidTape naming the defect, if any.
 void validate(const TapeParts& parts);
 
-/// A valid tape. Immutable apart from optimize(); cheap to move, copies its vectors.
+/// A valid tape. Immutable apart from optimize(); cheap to move, copies its vectors. Const
+/// member functions may be called from several threads at once; optimize(), assignment and
+/// moving need the tape to themselves.
 class Tape {
 public:
     /// The empty tape: no inputs, no outputs.

@@ -47,6 +47,8 @@ Tape load(std::istream& in);
 
 /// Writes / reads a file. Saving writes a temporary file beside `path` and renames it, so a
 /// failed save leaves any previous file intact. Errors opening or reading throw tapevm::Error.
+/// Threads and processes: saves and loads of one path may run at once; a load reads the file
+/// of one whole save (the rename is atomic), never part of one.
 void save_file(const Tape& tape, const std::filesystem::path& path);
 Tape load_file(const std::filesystem::path& path);
 

@@ -1,5 +1,6 @@
 // tapevm: record a function once into a bytecode tape, then evaluate values and derivatives
 // of that tape for large batches of points. Include this header for the whole public API.
+// What may be used from several threads (and processes) at once: docs/THREADS.md.
 #pragma once
 
 #include "tapevm/batch.hpp"

@@ -10,9 +10,11 @@
 // comparison of variables as a bool records a guard, and replay reports the points that
 // would branch differently (Report::diverged). select() records both sides instead.
 //
-// Recording is thread-local: two threads record two tapes at once without interference.
-// Mixing Vars of two tapes, or using a variable after its record() returned, throws
-// RecordingError. While recording, constants fold and only identities exact for every input
+// Threads: recording is thread-local (docs/THREADS.md). Any number of threads may record at
+// once, each its own tape, with the result of a serial recording; a record() inside another on
+// the same thread is a recording of its own. A variable Var copied to another thread cannot be
+// used in that thread's recording. Mixing Vars of two tapes, or using a variable after its
+// record() returned, throws RecordingError. While recording, constants fold and only identities exact for every input
 // apply (x*1, x/1, x+(-0), x-0); never x*0 or x-x.
 #pragma once
 

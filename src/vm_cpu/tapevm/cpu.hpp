@@ -53,8 +53,14 @@ struct Engine;
 struct TensorBinding;
 
 /// Evaluates one tape over batches of points (layouts in batch.hpp, operations in
-/// evaluator.hpp). Holds its own copy of the tape and a pool of threads-1 workers. Const
-/// member functions may run from several threads at once: each call has its own scratch.
+/// evaluator.hpp). Holds its own copy of the tape and a pool of threads-1 workers.
+///
+/// Threads (docs/THREADS.md): every evaluation (the const member functions, tensor calls
+/// included) may run from several threads at once. Each call has its own scratch and block
+/// counter and runs on its caller plus whichever pool workers are idle: concurrent callers share
+/// the workers but never wait for each other's calls, and a call gives the same bits whichever
+/// threads ran it. Construction, moving and destruction need the Vm to themselves; separate Vms
+/// share nothing.
 class Vm final : public EvaluatorBase<Vm> {
 public:
     /// Throws Unsupported for an instruction set this machine or build lacks.

@@ -19,8 +19,14 @@
 // The Khronos validation layer is enabled by Options::validation or TAPEVM_VULKAN_VALIDATION=1
 // when it is installed; its messages are collected (validation_messages()).
 //
-// Threads: every call is const and may come from any thread; calls on one device are
-// serialized.
+// Threads (docs/THREADS.md): every call is const and may come from any thread, on one Vm or on
+// many. The Vms of a process share one Vulkan device per physical device (and validation
+// setting), its pipelines and its lock: calls on one device run one at a time, in any order,
+// each with the results it would have alone. A Buffer may be used by any Vm of its device on any
+// thread, but not destroyed while another thread's call uses it. last_timing() is per thread. A
+// lost device fails every Vm on it (DeviceLost); Vms made later open a new device. The kernel
+// disk cache may be shared by threads and processes: entries are written to a temporary file and
+// renamed, and checked when read, so a load never sees part of an entry.
 #pragma once
 
 #include <cstddef>

@@ -16,6 +16,9 @@
 // cannot forget a submit or read a result too early.
 //
 // Threads: one Device handle (and its tensors) is used by one thread at a time.
+// (docs/THREADS.md: a handle's stream is not locked. Separate handles, one per thread, may run
+// at once: they are separate streams over locked shared parts, the Vulkan device, the CPU
+// devices' thread pools and the kernel caches; tests/concurrency/test_concurrency_nn.cpp.)
 #pragma once
 
 #include <cstddef>
