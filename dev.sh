@@ -16,12 +16,18 @@
 #   5. fuzz       build-fuzz/ with clang++ 14 and -Dfuzz=true (libFuzzer + ASan + UBSan), then
 #                 each target of fuzz/ for FUZZ_SECONDS over its seed corpus and its regression
 #                 inputs (tests/fuzz_regressions/): a crash fails it (fuzz/README.md)
-#   6. tsan       build-tsan/ with clang++ 14 and ThreadSanitizer (at -O0: it compiles in a
+#   6. CPU only   build-cpu/ with g++ and the optional parts off (-Dgpu=disabled -Dnn=disabled
+#                 -Dbench=disabled: what a machine with only a compiler, Meson, doctest and
+#                 xsimd builds): the libraries, tapevm and a few suites (CPU_ONLY_TESTS: the
+#                 conformance suite on the reference and CPU VMs, the CLI, and test_unsupported,
+#                 which checks that the parts left out throw tapevm::Unsupported); the other
+#                 core suites ran in step 1 on the same code
+#   7. tsan       build-tsan/ with clang++ 14 and ThreadSanitizer (at -O0: it compiles in a
 #                 fraction of -O2's time), only the executables of suite concurrency (alias target
 #                 concurrency-tests and what they link), then that suite with the suppressions
 #                 of tests/concurrency/tsan.supp (the Vulkan loader, validation layer and
 #                 lavapipe): a data race fails it (docs/THREADS.md)
-# and ends with one line "N passed, M failed": N and M count Meson tests of steps 1, 2 and 6
+# and ends with one line "N passed, M failed": N and M count Meson tests of steps 1, 2, 6 and 7
 # plus one per consumer and one per fuzz target; a build that fails counts as one failure.
 #
 # Running it again is fast: configured build folders are reused (ninja re-runs Meson when a
@@ -35,6 +41,7 @@ readonly BUILD=$ROOT/build
 readonly BUILD_ASAN=$ROOT/build-asan
 readonly BUILD_FUZZ=$ROOT/build-fuzz
 readonly BUILD_TSAN=$ROOT/build-tsan
+readonly BUILD_CPU=$ROOT/build-cpu
 
 # What building and running everything needs (Vulkan, glslang and xsimd for the GPU and CPU
 # VMs; mesa-vulkan-drivers is lavapipe, the Vulkan device of machines without a GPU, and
@@ -64,6 +71,16 @@ readonly FUZZ_SECONDS=20
 # three instruction sets) take minutes each to compile with optimisation under TSan.
 readonly TSAN_MESON_ARGS=(--buildtype=plain -Doptimization=0 -Ddebug=false -Dcpp_args=-gline-tables-only
                           -Dwerror=true -Dtests=true -Db_sanitize=thread -Db_lundef=false)
+# The CPU-only build: every optional part off by name, not left to `auto`, which would find the
+# packages installed for the other steps. Release, as a user would build it.
+readonly CPU_ONLY_MESON_ARGS=(--buildtype=release -Dwerror=true -Dtests=true -Dgpu=disabled -Dnn=disabled
+                              -Dbench=disabled)
+# Its Meson tests, and the targets they run (with tapevm itself).
+readonly CPU_ONLY_TESTS=(unsupported cli conformance_reference conformance_cpu_sse2 conformance_cpu_avx2
+                         conformance_cpu_avx512 cpu_vm)
+readonly CPU_ONLY_TARGETS=(src/cli/tapevm tests/test_unsupported tests/test_cli
+                           tests/conformance/test_conformance_reference tests/conformance/test_conformance_cpu
+                           tests/cpu/test_cpu_vm)
 
 log() { printf '\n==> %s\n' "$*"; }
 die() {
@@ -170,6 +187,15 @@ build_fuzz() {
 run_tests_sanitized() {
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
         run_tests "$BUILD_ASAN" --no-suite shader_variants
+}
+
+build_cpu_only() {
+    setup_build "$BUILD_CPU" "$RELEASE_CXX" "$ROOT" "${CPU_ONLY_MESON_ARGS[@]}"
+    meson compile -C "$BUILD_CPU" "${CPU_ONLY_TARGETS[@]}"
+}
+
+run_tests_cpu_only() {
+    run_tests "$BUILD_CPU" --no-rebuild "${CPU_ONLY_TESTS[@]}"
 }
 
 # Only the concurrency suite's executables and what they link (the tape library, the CPU and
@@ -337,7 +363,10 @@ cmd_test() {
                 "$ROOT/fuzz/run.sh" "$BUILD_FUZZ" "$target" "$FUZZ_SECONDS" --fresh
         done
     fi
-
+    build_step "CPU-only build (g++, gpu, nn and bench off, build-cpu/)" build_cpu_only
+    if ((step_status == 0)); then
+        test_step "CPU-only tests" "$BUILD_CPU" run_tests_cpu_only
+    fi
     build_step "tsan build (clang++ 14, ThreadSanitizer, concurrency suite only, build-tsan/)" build_tsan
     if ((step_status == 0)); then
         test_step "tsan tests (suite concurrency)" "$BUILD_TSAN" run_tests_tsan

@@ -1,5 +1,5 @@
-// Runs the tapevm command line (or tapevm-bench's) in-process for the CLI test suites: the exit status and what
-// it printed on each stream.
+// Runs the tapevm command line (or tapevm-bench's) in-process for the CLI test suites: the exit status and
+// what it printed on each stream.
 #pragma once
 
 #include <initializer_list>
@@ -36,6 +36,8 @@ inline CliResult run_cli_program(CliProgram program, std::initializer_list<std::
 }
 
 /// `tapevm args...`, in-process.
-inline CliResult run_cli(std::initializer_list<std::string> args) { return run_cli_program(tapevm::cli::run, args); }
+inline CliResult run_cli(std::initializer_list<std::string> args) {
+    return run_cli_program(tapevm::cli::run, args);
+}
 
 }  // namespace tapevm::test

@@ -35,7 +35,8 @@ TEST_CASE("without the GPU VM: every tapevm::gpu entry point throws Unsupported"
     CHECK_THROWS_WITH_AS(tapevm::gpu::Vm{tape}, doctest::Contains(message.data()), tapevm::Unsupported);
     tapevm::gpu::Options compiled;
     compiled.engine = tapevm::gpu::Engine::compiled;
-    CHECK_THROWS_WITH_AS((tapevm::gpu::Vm{tape, compiled}), doctest::Contains(message.data()), tapevm::Unsupported);
+    CHECK_THROWS_WITH_AS((tapevm::gpu::Vm{tape, compiled}), doctest::Contains(message.data()),
+                         tapevm::Unsupported);
     CHECK_THROWS_WITH_AS(tapevm::gpu::devices(), doctest::Contains(message.data()), tapevm::Unsupported);
     CHECK_THROWS_AS(tapevm::gpu::generated_glsl(tape, "gradient", false), tapevm::Unsupported);
     CHECK_THROWS_AS(tapevm::gpu::planned_compile(tape, "gradient", true), tapevm::Unsupported);
@@ -56,7 +57,8 @@ TEST_CASE("without the nn layer: its commands are listed and say so") {
     const CliResult help = run_cli({"help"});
     CHECK(help.out.find("  train ") != std::string::npos);
     check_unsupported(run_cli({"train", "mlp"}), "tapevm train: tapevm was built without the nn layer");
-    check_unsupported(run_cli({"sample", "--checkpoint", "x", "--prompt", "y"}), "built without the nn layer");
+    check_unsupported(run_cli({"sample", "--checkpoint", "x", "--prompt", "y"}),
+                      "built without the nn layer");
     check_unsupported(run_cli({"bench-nn"}), "tapevm bench-nn: tapevm was built without the nn layer");
 }
 #elif !TAPEVM_TEST_HAVE_GPU

@@ -2,11 +2,6 @@
 // with the same arguments, so that tapevm itself links neither the benchmark harness nor its
 // peers. tapevm-bench is looked for in the folder of the running program only (the build's
 // src/cli/, or the installed bindir), never on PATH, so one build never runs another's.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -15,6 +10,11 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "commands.hpp"
 #include "tapevm/error.hpp"
@@ -30,11 +30,14 @@ namespace fs = std::filesystem;
 fs::path bench_program() {
     std::error_code error;
     const fs::path self = fs::read_symlink("/proc/self/exe", error);
-    if (error) throw Unsupported("tapevm bench: cannot find this program's folder (/proc/self/exe: " + error.message() + ")");
+    if (error)
+        throw Unsupported(
+            "tapevm bench: cannot find this program's folder (/proc/self/exe: " + error.message() + ")");
     fs::path program = self.parent_path() / "tapevm-bench";
     if (access(program.c_str(), X_OK) != 0) {
-        throw Unsupported("tapevm was built without the benchmark (meson option bench): no program tapevm-bench in " +
-                          self.parent_path().string());
+        throw Unsupported(
+            "tapevm was built without the benchmark (meson option bench): no program tapevm-bench in " +
+            self.parent_path().string());
     }
     return program;
 }
@@ -49,7 +52,8 @@ void copy_file(std::FILE* file, std::ostream& out) {
     std::rewind(file);
     char buffer[65536];
     std::size_t size;
-    while ((size = std::fread(buffer, 1, sizeof buffer, file)) > 0) out.write(buffer, static_cast<std::streamsize>(size));
+    while ((size = std::fread(buffer, 1, sizeof buffer, file)) > 0)
+        out.write(buffer, static_cast<std::streamsize>(size));
 }
 
 /// Runs `tapevm-bench command args...` and returns its exit status (128 + the signal that
@@ -118,12 +122,17 @@ int run_adbench(std::span<const std::string_view> args, std::ostream& out, std::
 // The summaries are tapevm-bench's (command_bench.cpp, command_adbench.cpp); the help is its
 // own: `tapevm help bench` runs `tapevm-bench bench --help`.
 Command bench_program_command() {
-    return {"bench", "time the workloads on every backend against native code, checked against the reference",
-            {}, run_bench};
+    return {"bench",
+            "time the workloads on every backend against native code, checked against the reference",
+            {},
+            run_bench};
 }
 
 Command adbench_program_command() {
-    return {"adbench", "ADBench bundle adjustment: objective and sparse Jacobian times, checked", {}, run_adbench};
+    return {"adbench",
+            "ADBench bundle adjustment: objective and sparse Jacobian times, checked",
+            {},
+            run_adbench};
 }
 
 }  // namespace tapevm::cli

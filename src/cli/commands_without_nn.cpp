@@ -23,12 +23,14 @@ int built_without_nn(std::span<const std::string_view>, std::ostream&, std::ostr
 constexpr char bench_nn[] = "bench-nn";
 constexpr char train[] = "train";
 constexpr char sample[] = "sample";
-constexpr std::string_view help = "not in this build: tapevm was built without the nn layer (meson option nn)\n";
+constexpr std::string_view help =
+    "not in this build: tapevm was built without the nn layer (meson option nn)\n";
 
 }  // namespace
 
 Command bench_nn_command() {
-    return {"bench-nn", "time the nn kernels (not in this build: no nn layer)", help, built_without_nn<bench_nn>};
+    return {"bench-nn", "time the nn kernels (not in this build: no nn layer)", help,
+            built_without_nn<bench_nn>};
 }
 
 Command train_command() {

@@ -33,7 +33,8 @@ const Command* find_command(const Program& program, std::string_view name) {
 }
 
 [[noreturn]] void unknown_command(const Program& program, std::string_view name) {
-    throw UsageError("unknown command '" + std::string(name) + "' (see '" + std::string(program.name) + " help')");
+    throw UsageError("unknown command '" + std::string(name) + "' (see '" + std::string(program.name) +
+                     " help')");
 }
 
 int dispatch(const Program& program, std::span<const std::string_view> args, std::ostream& out,

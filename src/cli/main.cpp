@@ -1,10 +1,10 @@
-#include <unistd.h>
-
 #include <cstdlib>
 #include <iostream>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <unistd.h>
 
 #include "cli.hpp"
 #if TAPEVM_CLI_NN

@@ -53,16 +53,18 @@ template <class Real> Buffer<Real> Vm::upload(std::span<const Real>) const { bui
 template <class Real> Buffer<Real> Vm::allocate(std::size_t) const { built_without_gpu(); }
 template <class Real> void Vm::download(const Buffer<Real>&, std::span<Real>) const { built_without_gpu(); }
 template <class Real>
-Report Vm::forward(std::size_t, const Buffer<Real>&, const std::type_identity_t<Buffer<Real>>*, Buffer<Real>&) const {
+Report Vm::forward(std::size_t, const Buffer<Real>&, const std::type_identity_t<Buffer<Real>>*,
+                   Buffer<Real>&) const {
     built_without_gpu();
 }
 template <class Real>
-Report Vm::gradient(std::size_t, const Buffer<Real>&, const std::type_identity_t<Buffer<Real>>*, Buffer<Real>&) const {
+Report Vm::gradient(std::size_t, const Buffer<Real>&, const std::type_identity_t<Buffer<Real>>*,
+                    Buffer<Real>&) const {
     built_without_gpu();
 }
 template <class Real>
-Report Vm::jacobian(std::size_t, const Buffer<Real>&, const std::type_identity_t<Buffer<Real>>*, Buffer<Real>&,
-                    JacobianMode) const {
+Report Vm::jacobian(std::size_t, const Buffer<Real>&, const std::type_identity_t<Buffer<Real>>*,
+                    Buffer<Real>&, JacobianMode) const {
     built_without_gpu();
 }
 template <class Real>
@@ -70,8 +72,12 @@ Report Vm::value_and_gradient(std::size_t, const Buffer<Real>&, const std::type_
                               Buffer<Real>&, Buffer<Real>&) const {
     built_without_gpu();
 }
-template <class Real> Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const { built_without_gpu(); }
-template <class Real> Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const { built_without_gpu(); }
+template <class Real> Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const {
+    built_without_gpu();
+}
+template <class Real> Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const {
+    built_without_gpu();
+}
 template <class Real> Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const {
     built_without_gpu();
 }
