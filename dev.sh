@@ -47,7 +47,7 @@ readonly BUILD_CPU=$ROOT/build-cpu
 # VMs; mesa-vulkan-drivers is lavapipe, the Vulkan device of machines without a GPU, and
 # vulkan-validationlayers checks every Vulkan call in the tests; cmake is how Meson finds
 # Debian's doctest; libadolc-dev is ADOL-C, a peer the benchmark runs side by side; the nn
-# layer's CPU matmul is OpenBLAS, its safetensors header JSON nlohmann-json, and
+# layer's CPU matmul is OpenBLAS, its safetensors header JSON (and the benchmark's) nlohmann-json, and
 # bench/plot_loss.py draws training curves with matplotlib).
 readonly PACKAGES=(meson ninja-build g++ pkg-config cmake python3 libvulkan-dev glslang-dev glslang-tools
                    doctest-dev libxsimd-dev spirv-tools mesa-vulkan-drivers vulkan-validationlayers

@@ -1,66 +1,48 @@
 #include "adbench_expected.hpp"
 
-#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "tapevm/error.hpp"
 
 namespace tapevm::bench::adbench {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// The numbers of the array stored under "key": `"key" : [n, n, ...]`.
-std::vector<double> number_array(std::string_view json, const std::string& key, const std::string& name) {
-    const std::string quoted = "\"" + key + "\"";
-    const auto fail = [&](const std::string& what) -> void {
-        throw Error(name + ": " + quoted + ": " + what);
-    };
-    std::size_t at = json.find(quoted);
-    if (at == std::string_view::npos) fail("missing");
-    at += quoted.size();
-    const auto skip = [&] {
-        while (at < json.size() && is_space(json[at])) ++at;
-    };
-    skip();
-    if (at >= json.size() || json[at] != ':') fail("expected ':' after the name");
-    ++at;
-    skip();
-    if (at >= json.size() || json[at] != '[') fail("expected an array of numbers");
-    ++at;
+// The numbers of the array stored under `key`.
+std::vector<double> number_array(const nlohmann::json& json, const std::string& key, const std::string& name) {
+    const auto fail = [&](const std::string& what) -> void { throw Error(name + ": \"" + key + "\": " + what); };
+    const auto found = json.find(key);
+    if (found == json.end()) fail("missing");
+    if (!found->is_array()) fail("expected an array of numbers");
     std::vector<double> values;
-    skip();
-    if (at < json.size() && json[at] == ']') return values;
-    for (;;) {
-        skip();
-        double value = 0;
-        const auto [end, error] = std::from_chars(json.data() + at, json.data() + json.size(), value);
-        if (error != std::errc{}) fail("element " + std::to_string(values.size()) + " is not a number");
-        values.push_back(value);
-        at = static_cast<std::size_t>(end - json.data());
-        skip();
-        if (at < json.size() && json[at] == ',') {
-            ++at;
-            continue;
-        }
-        if (at < json.size() && json[at] == ']') return values;
-        fail("expected ',' or ']' after element " + std::to_string(values.size() - 1));
+    for (const nlohmann::json& element : *found) {
+        if (!element.is_number()) fail("element " + std::to_string(values.size()) + " is not a number");
+        values.push_back(element.get<double>());
     }
+    return values;
 }
 
 }  // namespace
 
-BaExpected parse_ba_expected(std::string_view json, const std::string& name) {
+BaExpected parse_ba_expected(std::string_view text, const std::string& name) {
+    nlohmann::json json;
+    try {
+        json = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& error) {
+        throw Error(name + ": not JSON (" + error.what() + ")");
+    }
+    const auto ba = json.is_object() ? json.find("ba") : json.end();
+    if (ba == json.end() || !ba->is_object())
+        throw Error(name + ": \"ba\": missing (an object holding the expected values)");
     BaExpected expected;
-    expected.reprojection_errors =
-        number_array(json, "objective_calculation_correctness:expected_reproj_err", name);
-    expected.weight_errors =
-        number_array(json, "objective_calculation_correctness:expected_weight_err", name);
-    expected.jacobian_values = number_array(json, "jacobian_calculation_correctness:expected_J_values", name);
+    expected.reprojection_errors = number_array(*ba, "objective_calculation_correctness:expected_reproj_err", name);
+    expected.weight_errors = number_array(*ba, "objective_calculation_correctness:expected_weight_err", name);
+    expected.jacobian_values = number_array(*ba, "jacobian_calculation_correctness:expected_J_values", name);
     return expected;
 }
 

@@ -17,8 +17,8 @@ struct BaExpected {
     std::vector<double> jacobian_values;      // [31p], CSR order
 };
 
-/// Parses the JSON text (an object "ba" holding the three arrays under ADBench's names);
-/// throws tapevm::Error naming `name` and the missing or malformed array.
+/// Parses the JSON text (an object "ba" holding the three arrays under ADBench's names, read
+/// with nlohmann-json); throws tapevm::Error naming `name` and the missing or malformed array.
 BaExpected parse_ba_expected(std::string_view json, const std::string& name);
 /// Reads and parses the file at `path`.
 BaExpected read_ba_expected(const std::string& path);

@@ -10,10 +10,11 @@
 
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
+
 #include "adbench.hpp"
 #include "adbench_expected.hpp"
 #include "check.hpp"
-#include "json_text.hpp"
 #include "runner.hpp"
 #include "tapevm/error.hpp"
 
@@ -162,11 +163,10 @@ void measure(const BaProblem& problem, const RunOptions& options, Progress& prog
     progress.finish();
 }
 
-std::string json_ms_list(const std::vector<double>& seconds) {
-    std::string list = "[";
-    for (std::size_t i = 0; i < seconds.size(); ++i)
-        list += (i == 0 ? "" : ", ") + json_number(1e3 * seconds[i]);
-    return list + "]";
+std::vector<double> milliseconds(const std::vector<double>& seconds) {
+    std::vector<double> list;
+    for (const double value : seconds) list.push_back(1e3 * value);
+    return list;
 }
 
 std::string ms(double seconds) {
@@ -251,37 +251,51 @@ void print_result(const RunResult& r, std::ostream& out) {
 }
 
 void write_result_json(const RunResult& r, std::ostream& out) {
-    out << "{\"problem\": \"ba\", \"instance\": " << json_string(r.instance) << ", \"cameras\": " << r.cameras
-        << ", \"points\": " << r.points << ", \"observations\": " << r.observations
-        << ", \"rows\": " << r.rows << ", \"columns\": " << r.columns << ", \"nonzeros\": " << r.nonzeros
-        << ",\n \"backend\": " << json_string(r.backend) << ", \"evaluator\": " << json_string(r.evaluator)
-        << ", \"precision\": " << json_string(r.precision) << ", \"threads\": " << r.threads
-        << ", \"repeats\": " << r.repeats << ", \"objective_isa\": " << json_string(r.objective_isa)
-        << ", \"device\": " << json_string(r.device)
-        << ",\n \"objective_ms\": " << json_number(1e3 * r.objective.median)
-        << ", \"objective_runs_ms\": " << json_ms_list(r.objective.runs)
-        << ", \"objective_scalar_ms\": " << json_number(1e3 * r.objective_scalar.median)
-        << ", \"objective_scalar_runs_ms\": " << json_ms_list(r.objective_scalar.runs)
-        << ",\n \"jacobian_ms\": " << json_number(1e3 * r.jacobian.median)
-        << ", \"jacobian_runs_ms\": " << json_ms_list(r.jacobian.runs)
-        << ", \"jacobian_inputs_ms\": " << json_number(1e3 * r.jacobian_inputs)
-        << ", \"jacobian_blocks_ms\": " << json_number(1e3 * r.jacobian_blocks)
-        << ", \"jacobian_structure_ms\": " << json_number(1e3 * r.jacobian_structure)
-        << ",\n \"ratio\": " << json_number(r.ratio())
-        << ", \"ratio_to_scalar\": " << json_number(r.ratio_to_scalar())
-        << ",\n \"passed\": " << (r.passed() ? "true" : "false")
-        << ", \"structure_exact\": " << (r.structure_error.empty() ? "true" : "false")
-        << ", \"structure_error\": " << json_string(r.structure_error)
-        << ", \"sample_points\": " << r.sample_points
-        << ", \"sample_max_error\": " << json_number(r.sample_max_error)
-        << ", \"sample_tolerance\": " << json_number(r.sample_tolerance)
-        << ",\n \"expected_path\": " << (r.expected_path.empty() ? "null" : json_string(r.expected_path))
-        << ", \"expected_max_rho\": " << json_number(r.expected_max_rho)
-        << ", \"expected_tolerance\": " << json_number(r.expected_tolerance) << ", \"expected_passed\": "
-        << (r.expected_path.empty() ? "null"
-            : r.expected_passed()   ? "true"
-                                    : "false")
-        << "}\n";
+    // Keys in this order (ordered_json); a NaN or infinite number is written as null.
+    nlohmann::ordered_json result = {
+        {"problem", "ba"},
+        {"instance", r.instance},
+        {"cameras", r.cameras},
+        {"points", r.points},
+        {"observations", r.observations},
+        {"rows", r.rows},
+        {"columns", r.columns},
+        {"nonzeros", r.nonzeros},
+        {"backend", r.backend},
+        {"evaluator", r.evaluator},
+        {"precision", r.precision},
+        {"threads", r.threads},
+        {"repeats", r.repeats},
+        {"objective_isa", r.objective_isa},
+        {"device", r.device},
+        {"objective_ms", 1e3 * r.objective.median},
+        {"objective_runs_ms", milliseconds(r.objective.runs)},
+        {"objective_scalar_ms", 1e3 * r.objective_scalar.median},
+        {"objective_scalar_runs_ms", milliseconds(r.objective_scalar.runs)},
+        {"jacobian_ms", 1e3 * r.jacobian.median},
+        {"jacobian_runs_ms", milliseconds(r.jacobian.runs)},
+        {"jacobian_inputs_ms", 1e3 * r.jacobian_inputs},
+        {"jacobian_blocks_ms", 1e3 * r.jacobian_blocks},
+        {"jacobian_structure_ms", 1e3 * r.jacobian_structure},
+        {"ratio", r.ratio()},
+        {"ratio_to_scalar", r.ratio_to_scalar()},
+        {"passed", r.passed()},
+        {"structure_exact", r.structure_error.empty()},
+        {"structure_error", r.structure_error},
+        {"sample_points", r.sample_points},
+        {"sample_max_error", r.sample_max_error},
+        {"sample_tolerance", r.sample_tolerance},
+        {"expected_path", nullptr},
+        {"expected_max_rho", r.expected_max_rho},
+        {"expected_tolerance", r.expected_tolerance},
+        {"expected_passed", nullptr},
+    };
+    if (!r.expected_path.empty()) {
+        result["expected_path"] = r.expected_path;
+        result["expected_passed"] = r.expected_passed();
+    }
+    // Bytes that are not UTF-8 (a path) become U+FFFD.
+    out << result.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace tapevm::bench::adbench

@@ -4,7 +4,7 @@
 #include <iomanip>
 #include <sstream>
 
-#include "json_text.hpp"
+#include <nlohmann/json.hpp>
 
 namespace tapevm::bench {
 namespace {
@@ -63,23 +63,32 @@ void write_json(std::span<const Record> records, std::ostream& out) {
     out << "[";
     for (std::size_t i = 0; i < records.size(); ++i) {
         const Record& r = records[i];
-        out << (i == 0 ? "\n" : ",\n") << "  {\"workload\": " << json_string(r.workload)
-            << ", \"mode\": " << json_string(r.mode) << ", \"backend\": " << json_string(r.backend)
-            << ", \"precision\": " << json_string(r.precision) << ", \"threads\": " << r.threads
-            << ", \"points\": " << r.points << ", \"ns_per_point\": " << json_number(r.ns_per_point)
-            << ", \"median_ns_per_point\": " << json_number(r.ns_per_point)
-            << ", \"min_ns_per_point\": " << json_number(r.min_ns_per_point) << ", \"runs\": [";
-        for (std::size_t k = 0; k < r.runs_ns_per_point.size(); ++k)
-            out << (k == 0 ? "" : ", ") << json_number(r.runs_ns_per_point[k]);
-        out << "], \"instructions\": " << r.instructions
-            << ", \"ns_per_instruction_lane\": " << json_number(r.ns_per_instruction_lane)
-            << ", \"ratio_to_native_simd\": " << json_number(r.ratio_to_native_simd)
-            << ", \"isa\": " << json_string(r.isa) << ", \"device\": " << json_string(r.device)
-            << ", \"checked\": " << (r.checked ? "true" : "false")
-            << ", \"max_error\": " << json_number(r.max_error)
-            << ", \"tolerance\": " << json_number(r.tolerance) << ", \"checked_points\": " << r.checked_points
-            << ", \"setup_seconds\": " << json_number(r.setup_seconds)
-            << ", \"device_ns_per_point\": " << json_number(r.device_ns_per_point) << "}";
+        // Keys in this order (ordered_json); a NaN or infinite number is written as null.
+        const nlohmann::ordered_json record = {
+            {"workload", r.workload},
+            {"mode", r.mode},
+            {"backend", r.backend},
+            {"precision", r.precision},
+            {"threads", r.threads},
+            {"points", r.points},
+            {"ns_per_point", r.ns_per_point},
+            {"median_ns_per_point", r.ns_per_point},
+            {"min_ns_per_point", r.min_ns_per_point},
+            {"runs", r.runs_ns_per_point},
+            {"instructions", r.instructions},
+            {"ns_per_instruction_lane", r.ns_per_instruction_lane},
+            {"ratio_to_native_simd", r.ratio_to_native_simd},
+            {"isa", r.isa},
+            {"device", r.device},
+            {"checked", r.checked},
+            {"max_error", r.max_error},
+            {"tolerance", r.tolerance},
+            {"checked_points", r.checked_points},
+            {"setup_seconds", r.setup_seconds},
+            {"device_ns_per_point", r.device_ns_per_point},
+        };
+        // One record per line; bytes that are not UTF-8 (a device name) become U+FFFD.
+        out << (i == 0 ? "\n  " : ",\n  ") << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     out << (records.empty() ? "]\n" : "\n]\n");
 }

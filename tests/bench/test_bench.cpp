@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 
 #include "backends.hpp"
 #include "bench.hpp"
@@ -400,19 +401,36 @@ TEST_CASE("JSON: one object per record with every field; NaN becomes null") {
     write_json(std::vector<Record>{r, r}, json);
     const std::string text = json.str();
     INFO(text);
-    for (const std::string_view key :
-         {"\"workload\": \"ba\"", "\"mode\": \"jacobian\"", "\"backend\": \"cpu\"", "\"precision\": \"f64\"",
-          "\"threads\": 2", "\"points\": 65536", "\"ns_per_point\": 27.5", "\"median_ns_per_point\": 27.5",
-          "\"min_ns_per_point\": 26.25", "\"runs\": [27.5, 26.25, 28]", "\"instructions\": 100",
-          "\"ns_per_instruction_lane\": 0.275", "\"isa\": \"avx512\"",
-          "\"device\": \"CPU \\\"quoted\\\"\\\\\"", "\"checked\": true",
-          "\"max_error\": 1.0000000000000001e-15", "\"checked_points\": 64", "\"ratio_to_native_simd\": null",
-          "\"setup_seconds\": null"})
-        CHECK(text.find(key) != std::string::npos);
     CHECK(text.front() == '[');
     CHECK(text.substr(text.size() - 2) == "]\n");
-    CHECK(std::count(text.begin(), text.end(), '{') == 2);
-    CHECK(std::count(text.begin(), text.end(), '}') == 2);
+    CHECK(std::count(text.begin(), text.end(), '\n') == 4);  // one record per line
+    const nlohmann::json parsed = nlohmann::json::parse(text);
+    REQUIRE(parsed.is_array());
+    REQUIRE(parsed.size() == 2);
+    const nlohmann::json& record = parsed[1];
+    CHECK(record.size() == 21);
+    CHECK(record.at("workload") == "ba");
+    CHECK(record.at("mode") == "jacobian");
+    CHECK(record.at("backend") == "cpu");
+    CHECK(record.at("precision") == "f64");
+    CHECK(record.at("threads") == 2);
+    CHECK(record.at("points") == 65536);
+    CHECK(record.at("ns_per_point") == 27.5);
+    CHECK(record.at("median_ns_per_point") == 27.5);
+    CHECK(record.at("min_ns_per_point") == 26.25);
+    CHECK(record.at("runs") == nlohmann::json::array({27.5, 26.25, 28.0}));
+    CHECK(record.at("instructions") == 100);
+    CHECK(record.at("ns_per_instruction_lane") == 0.275);
+    CHECK(record.at("isa") == "avx512");
+    CHECK(record.at("device") == "CPU \"quoted\"\\");
+    CHECK(record.at("checked") == true);
+    CHECK(record.at("max_error").get<double>() == 1e-15);  // full precision
+    CHECK(record.at("tolerance").get<double>() == 1e-9);
+    CHECK(record.at("checked_points") == 64);
+    CHECK(record.at("ratio_to_native_simd").is_null());  // NaN
+    CHECK(record.at("setup_seconds").is_null());
+    CHECK(record.at("device_ns_per_point").is_null());
+    CHECK(text.find("\"workload\":\"ba\",\"mode\":\"jacobian\"") != std::string::npos);  // in this order
     std::ostringstream empty;
     write_json({}, empty);
     CHECK(empty.str() == "[]\n");
