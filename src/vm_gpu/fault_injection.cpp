@@ -116,51 +116,7 @@ void read_environment() {
     static std::once_flag once;
     std::call_once(once, [] {
         const char* variable = std::getenv("TAPEVM_GPU_FAULT");
-        if (variable == nullptr || *variable == '\0') return;
-        const std::string text = variable;
-        std::size_t begin = 0;
-        while (begin <= text.size()) {
-            const std::size_t end = std::min(text.find(',', begin), text.size());
-            const std::string item = text.substr(begin, end - begin);
-            const std::size_t colon = item.find(':');
-            if (colon == std::string::npos) bad_variable(text, "'" + item + "' has no ':N'");
-            const std::string name = item.substr(0, colon);
-            FaultPoint point;
-            if (name == "alloc") {
-                point = FaultPoint::allocation;
-            } else if (name == "submit") {
-                point = FaultPoint::submission;
-            } else if (name == "pipeline") {
-                point = FaultPoint::pipeline;
-            } else {
-                bad_variable(text, "unknown point '" + name + "'");
-            }
-            const std::size_t second = item.find(':', colon + 1);
-            const std::string number = item.substr(colon + 1, second == std::string::npos ? std::string::npos
-                                                                                           : second - colon - 1);
-            char* number_end = nullptr;
-            const unsigned long long n = std::strtoull(number.c_str(), &number_end, 10);
-            if (number.empty() || *number_end != '\0' || number[0] == '-' || n == 0)
-                bad_variable(text, "'" + number + "' is not a call number >= 1");
-            FaultResult result = FaultResult::point_default;
-            if (second != std::string::npos) {
-                const std::string kind = item.substr(second + 1);
-                if (kind == "oom") {
-                    result = FaultResult::out_of_device_memory;
-                } else if (kind == "host") {
-                    result = FaultResult::out_of_host_memory;
-                } else if (kind == "lost") {
-                    result = FaultResult::device_lost;
-                } else {
-                    bad_variable(text, "unknown result '" + kind + "'");
-                }
-            }
-            PointState& s = state(point);
-            s.result.store(result);
-            s.target.store(n);
-            enabled.store(true);
-            begin = end + 1;
-        }
+        if (variable != nullptr && *variable != '\0') arm_faults_from(variable);
     });
 }
 
@@ -188,6 +144,50 @@ void arm_fault(FaultPoint point, std::uint64_t n, FaultResult result) {
     s.target.store(0);
     s.result.store(result);
     if (n != 0) s.target.store(s.calls.load() + n);
+}
+
+void arm_faults_from(std::string_view text_view) {
+    const std::string text(text_view);
+    std::size_t begin = 0;
+    while (begin <= text.size()) {
+        const std::size_t end = std::min(text.find(',', begin), text.size());
+        const std::string item = text.substr(begin, end - begin);
+        const std::size_t colon = item.find(':');
+        if (colon == std::string::npos) bad_variable(text, "'" + item + "' has no ':N'");
+        const std::string name = item.substr(0, colon);
+        FaultPoint point;
+        if (name == "alloc") {
+            point = FaultPoint::allocation;
+        } else if (name == "submit") {
+            point = FaultPoint::submission;
+        } else if (name == "pipeline") {
+            point = FaultPoint::pipeline;
+        } else {
+            bad_variable(text, "unknown point '" + name + "'");
+        }
+        const std::size_t second = item.find(':', colon + 1);
+        const std::string number =
+            item.substr(colon + 1, second == std::string::npos ? std::string::npos : second - colon - 1);
+        char* number_end = nullptr;
+        const unsigned long long n = std::strtoull(number.c_str(), &number_end, 10);
+        if (number.empty() || *number_end != '\0' || number[0] == '-' || n == 0)
+            bad_variable(text, "'" + number + "' is not a call number >= 1");
+        FaultResult result = FaultResult::point_default;
+        if (second != std::string::npos) {
+            const std::string kind = item.substr(second + 1);
+            if (kind == "oom") {
+                result = FaultResult::out_of_device_memory;
+            } else if (kind == "host") {
+                result = FaultResult::out_of_host_memory;
+            } else if (kind == "lost") {
+                result = FaultResult::device_lost;
+            } else {
+                bad_variable(text, "unknown result '" + kind + "'");
+            }
+        }
+        arm_fault(point, n, result);
+        begin = end + 1;
+    }
 }
 
 void disarm_faults() {

@@ -53,6 +53,9 @@ bool fault_injection_enabled();
 /// Makes the n-th call at `point` from now on (n >= 1) fail with `result`, once; n = 0 disarms.
 /// Enables fault injection.
 void arm_fault(FaultPoint point, std::uint64_t n, FaultResult result = FaultResult::point_default);
+/// Arms the faults a TAPEVM_GPU_FAULT value names (POINT:N[:RESULT],...; N counts from now),
+/// as arm_fault does. Throws tapevm::Error naming the variable when `text` is malformed.
+void arm_faults_from(std::string_view text);
 /// Disarms every point.
 void disarm_faults();
 /// Calls at `point` on hooked devices since the process started (sweeps run a call once to

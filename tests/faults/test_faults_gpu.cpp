@@ -192,10 +192,39 @@ TEST_CASE("an allocation failing with VK_ERROR_DEVICE_LOST gives DeviceLost or D
     }
 }
 
+TEST_CASE("TAPEVM_GPU_FAULT's syntax: what it arms fails at the call it names, and a malformed value is an Error") {
+    // Parsed by arm_faults_from (the variable itself is read once, when the first device is made).
+    const std::uint64_t calls_before = gpu::detail::fault_point_calls(FaultPoint::allocation);
+    const std::uint64_t fired_before = gpu::detail::faults_fired(FaultPoint::allocation);
+    gpu::detail::arm_faults_from("alloc:2:host");
+    std::string error;
+    try {
+        const gpu::Vm vm(fault_test_tape(), fault_test_options());  // its second buffer fails
+    } catch (const DeviceUnavailable& e) {
+        error = e.what();
+    }
+    gpu::detail::disarm_faults();
+    CHECK(gpu::detail::fault_point_calls(FaultPoint::allocation) - calls_before == 2);
+    CHECK(gpu::detail::faults_fired(FaultPoint::allocation) == fired_before + 1);
+    CHECK_MESSAGE(error.find("OutOfHostMemory") != std::string::npos, error);
+    for (const char* malformed : {"alloc", "alloc:0", "alloc:x", "alloc:-1", "disk:1", "alloc:1:maybe", "alloc:1,"}) {
+        CAPTURE(std::string(malformed));
+        std::string message;
+        try {
+            gpu::detail::arm_faults_from(malformed);
+        } catch (const Error& e) {
+            message = e.what();
+        }
+        gpu::detail::disarm_faults();
+        CHECK(message.find("TAPEVM_GPU_FAULT") != std::string::npos);
+    }
+}
+
 TEST_CASE("a failed submission loses the device: DeviceLost, the Vm refuses cleanly, a fresh Vm works") {
     // Every device loss makes the next Vm open a new device, whose pipelines lavapipe compiles
-    // again: forward and gradient cover the runner's submissions (tape upload, chunks, guard
-    // flags are not used here), the resident mode the upload, allocate and download paths.
+    // again (every mode would take a minute more): forward and gradient cover the runner's
+    // submissions (the tape's uploads when the Vm is built, the call's two chunks; the kernel
+    // makes no difference to them), the resident mode the upload, zero fill and download.
     for (const Mode mode : {Mode::forward, Mode::gradient, Mode::resident}) {
         const std::vector<float>& expected = baseline(mode);
         const std::uint64_t calls = count_calls(mode, FaultPoint::submission);

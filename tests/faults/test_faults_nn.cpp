@@ -128,6 +128,7 @@ TEST_CASE("nn gpu: every failed pipeline creation is a typed error, and a fresh 
 TEST_CASE("nn gpu: every failed allocation is a typed error or recovered, and a fresh device works") {
     const std::uint64_t calls = count_calls(FaultPoint::allocation);
     REQUIRE(calls > 0);
+    MESSAGE("nn allocation faults swept: " << calls << " (twice: out of device and of host memory)");
     for (const FaultResult result : {FaultResult::out_of_device_memory, FaultResult::out_of_host_memory}) {
         for (std::uint64_t n = 1; n <= calls; ++n) {
             CAPTURE(n);
@@ -150,6 +151,7 @@ TEST_CASE("nn gpu: every failed allocation is a typed error or recovered, and a 
 TEST_CASE("nn gpu: a failed submission gives DeviceLost, and a fresh device works") {
     const std::uint64_t calls = count_calls(FaultPoint::submission);
     REQUIRE(calls > 0);
+    MESSAGE("nn submission faults swept: " << calls);
     for (std::uint64_t n = 1; n <= calls; ++n) {
         CAPTURE(n);
         const Outcome outcome = step(FaultPoint::submission, n);
