@@ -15,6 +15,7 @@
 #include "adbench.hpp"
 #include "adbench_expected.hpp"
 #include "check.hpp"
+#include "median.hpp"
 #include "runner.hpp"
 #include "tapevm/error.hpp"
 
@@ -22,13 +23,6 @@ namespace tapevm::bench::adbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median_of(std::vector<double> values) {
-    if (values.empty()) return std::nan("");
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 == 1 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
-}
 
 template <class F> Timing timed(unsigned repeats, Progress& progress, F&& f) {
     Timing timing;
@@ -38,7 +32,7 @@ template <class F> Timing timed(unsigned repeats, Progress& progress, F&& f) {
         timing.runs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
         progress.step();
     }
-    timing.median = median_of(timing.runs);
+    timing.median = median(timing.runs);
     return timing;
 }
 
@@ -157,9 +151,9 @@ void measure(const BaProblem& problem, const RunOptions& options, Progress& prog
         evaluations.push_back(phases.blocks);
         structures.push_back(phases.structure);
     });
-    result.jacobian_inputs = median_of(inputs);
-    result.jacobian_blocks = median_of(evaluations);
-    result.jacobian_structure = median_of(structures);
+    result.jacobian_inputs = median(inputs);
+    result.jacobian_blocks = median(evaluations);
+    result.jacobian_structure = median(structures);
     progress.finish();
 }
 

@@ -11,6 +11,7 @@
 
 #include "backends.hpp"
 #include "check.hpp"
+#include "median.hpp"
 #include "runner.hpp"
 #include "workloads.hpp"
 
@@ -18,12 +19,6 @@ namespace tapevm::bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> values) {
-    std::sort(values.begin(), values.end());
-    const std::size_t middle = values.size() / 2;
-    return values.size() % 2 == 1 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
-}
 
 std::string describe(const Record& r) {
     return r.workload + " " + r.mode + " " + r.backend + " " + r.precision + ", " +
