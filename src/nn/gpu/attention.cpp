@@ -98,6 +98,35 @@ bool use_tiled_backward(const GpuBackend& gpu, std::size_t dim) {
     return dim >= 4 && dim <= 64 && (dim & (dim - 1)) == 0 && tiled_kernels_fit(gpu, 4 * 4 * tiled_keys * dim);
 }
 
+/// True when the tensor-core kernels (attention_coopmat*.comp) run these f16 tensors: a device
+/// with 16 x 16 x 16 f16 tensor-core shapes and 32-wide subgroups, head_dim 16, 32, 48 or 64.
+/// TAPEVM_NN_ATTENTION=simple or tiled keeps the f32-arithmetic kernels (for comparisons).
+bool coopmat_kernels_fit(GpuBackend& gpu, const Tensor& q, std::size_t dim) {
+    static const bool off = [] {
+        const char* env = std::getenv("TAPEVM_NN_ATTENTION");
+        return env != nullptr && (std::string(env) == "simple" || std::string(env) == "tiled");
+    }();
+    return !off && q.dtype() == DType::f16 && dim % 16 == 0 && dim <= 64 && gpu.has_cooperative_matrix() &&
+           gpu.cooperative_shape(16, 16, 16) && gpu.subgroup_size() == 32;
+}
+
+/// attention_coopmat.comp for this forward pass: coopmat_kernels_fit and 32 queries or more.
+bool use_coopmat_forward(GpuBackend& gpu, const Tensor& q, std::size_t q_len, std::size_t dim) {
+    if (q_len < 32 || !coopmat_kernels_fit(gpu, q, dim)) return false;
+    const std::size_t shared = 16 * (tiled_rows + 2 * tiled_keys) * (dim / 8 + 1) + 4 * 4 * 16 * (tiled_keys + 4) +
+                               4 * 16 * 16 * (tiled_keys / 8 + 1) + 4 * 4 * 16;
+    return shared <= gpu.max_shared_memory();
+}
+
+/// attention_coopmat_backward_{kv,q}.comp: the same conditions, for any sequence length.
+bool use_coopmat_backward(GpuBackend& gpu, const Tensor& q, std::size_t dim) {
+    if (!coopmat_kernels_fit(gpu, q, dim)) return false;
+    const std::size_t row = 16 * (dim / 8 + 1);  // a padded f16 row
+    const std::size_t kv_shared = row * (64 + 2 * tiled_keys) + 4 * 2 * tiled_keys + 4 * 4 * 16 * (tiled_keys + 4) +
+                                  2 * 4 * 16 * 16 * (tiled_keys / 8 + 1);
+    return kv_shared <= gpu.max_shared_memory();
+}
+
 void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
              const Tensor& lse, std::size_t past, double scale, bool causal, const char* kernel) {
     const std::size_t batch = q.dim(0), q_len = q.dim(1), heads_q = q.dim(2), dim = q.dim(3);
@@ -115,6 +144,13 @@ void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v,
                            to_u32(dim, kernel),
                            (causal ? attn_causal : 0u) | (lse.defined() ? attn_write_lse : 0u),
                            static_cast<float>(scale)};
+    if (use_coopmat_forward(gpu, q, q_len, dim)) {
+        // One workgroup per (64 queries, query head, batch).
+        const Groups groups = checked_groups((q_len + tiled_rows - 1) / tiled_rows, heads_q, batch, kernel);
+        gpu.dispatch(gpu.pipeline("attention_coopmat_f16", {0u, to_u32(dim, kernel)}), {q, k, v, out, lse}, push,
+                     groups);
+        return;
+    }
     const bool tiled = use_tiled_forward(gpu, q_len * group, dim);
     const std::size_t rows = tiled ? tiled_rows : forward_rows;
     const Groups groups = checked_groups((q_len * group + rows - 1) / rows, heads_kv, batch, kernel);
@@ -151,6 +187,22 @@ void gpu_attention_backward(GpuBackend& gpu, const Tensor& q, const Tensor& k, c
     const Tensor delta = gpu.scratch({batch, heads_q, seq}, DType::f32);
     gpu.dispatch(gpu.pipeline(variant("attention_backward_delta", q)), {out, dout, delta}, push,
                  {GpuBackend::groups_for(batch * seq * heads_q, 64), 1, 1});
+    if (use_coopmat_backward(gpu, q, dim)) {
+        // Workgroups of 64 keys (kv) and 64 queries (q).
+        const std::array<std::uint32_t, 2> constants{0u, to_u32(dim, kernel)};
+        const std::size_t blocks = (seq + 63) / 64;
+        if (dk.defined() || dv.defined()) {
+            BackwardPush kv_push = push;
+            kv_push.flags |= (dk.defined() ? attn_write_dk : 0u) | (dv.defined() ? attn_write_dv : 0u);
+            gpu.dispatch(gpu.pipeline("attention_coopmat_backward_kv_f16", constants),
+                         {q, k, v, dout, lse, delta, dk, dv}, kv_push, checked_groups(blocks, heads_kv, batch, kernel));
+        }
+        if (dq.defined()) {
+            gpu.dispatch(gpu.pipeline("attention_coopmat_backward_q_f16", constants), {q, k, v, dout, lse, delta, dq},
+                         push, checked_groups(blocks, heads_q, batch, kernel));
+        }
+        return;
+    }
     if (use_tiled_backward(gpu, dim)) {
         const std::array<std::uint32_t, 2> constants{0u, to_u32(dim, kernel)};
         const std::size_t blocks = (seq + tiled_keys - 1) / tiled_keys;

@@ -6,10 +6,11 @@
 // GPT weight gradients X^T dY: M, N = 384..1536, K = 16384), K is cut into slices whose f32
 // partials are summed in order by matmul_split_sum.comp: deterministic.
 //
-// Tuning (bench/nn_gpu.sh): TAPEVM_NN_MATMUL_TILE="BMxBNxBK" picks the tiled kernel's block
+// Tuning (bench/nn_gpu.sh): TAPEVM_NN_MATMUL_TILE="BMxBNxBK[xSTAGES]" picks the tiled kernel's block
 // (default 128x128x16 for large C, 128x64x16 for tall C with N <= 512, 64x64x16 for small);
-// TAPEVM_NN_COOPMAT_TILE="BMxBNxBKxWARPS_M" the tensor-core kernel's (default 128x128x32x2, 4
-// subgroups; 128x64 for tall C with N <= 512).
+// TAPEVM_NN_COOPMAT_TILE="BMxBNxBKxWARPS_M[xWARPS_N]" the tensor-core kernel's (default
+// 128x128x32x2x4, 8 subgroups; WARPS_N left out: 4 / WARPS_M),
+// TAPEVM_NN_COOPMAT_STAGES its shared-memory stages (1 or 2).
 #include <algorithm>
 #include <array>
 #include <cstdint>
@@ -35,12 +36,12 @@ struct MatmulPush {
 };
 static_assert(sizeof(MatmulPush) == 48);
 
-/// Up to four unsigned numbers separated by 'x' from environment variable `name`.
-std::array<std::uint32_t, 4> env_tile(const char* name) {
-    std::array<std::uint32_t, 4> values{};
+/// Up to five unsigned numbers separated by 'x' from environment variable `name`.
+std::array<std::uint32_t, 5> env_tile(const char* name) {
+    std::array<std::uint32_t, 5> values{};
     const char* text = std::getenv(name);
     if (text != nullptr)
-        std::sscanf(text, "%ux%ux%ux%u", &values[0], &values[1], &values[2], &values[3]);
+        std::sscanf(text, "%ux%ux%ux%ux%u", &values[0], &values[1], &values[2], &values[3], &values[4]);
     return values;
 }
 
@@ -137,13 +138,17 @@ void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
         bn = tile[1];
         bk = tile[2];
     }
+    // Shared-memory stages: TAPEVM_NN_MATMUL_TILE's fourth number (1 or 2). Two won at 4096^3
+    // (31.4 against 29.7 TFLOP/s on the H100), one with the 128x64 tiles of the GPT shapes.
+    std::uint32_t stages = bn == 64 && bm == 128 ? 1 : 2;
+    if (const auto tile = env_tile("TAPEVM_NN_MATMUL_TILE"); tile[3] != 0) stages = tile[3];
     const std::uint32_t threads = bm * bn / 64;
     const bool valid = bm % 8 == 0 && bn % 8 == 0 && bk % 4 == 0 && threads >= 32 && threads <= 1024 &&
-                       (bm * bk) % (4 * threads) == 0 && (bn * bk) % (4 * threads) == 0 &&
-                       4 * bk * (bm + bn) <= max_shared_memory();
+                       (bm * bk) % (4 * threads) == 0 && (bn * bk) % (4 * threads) == 0 && (stages == 1 || stages == 2) &&
+                       4 * stages * bk * (bm + bn) <= max_shared_memory();
     if (!valid)
-        throw Error("matmul: tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) +
-                    " (TAPEVM_NN_MATMUL_TILE) is not one matmul.comp takes on this device");
+        throw Error("matmul: tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" +
+                    std::to_string(stages) + " (TAPEVM_NN_MATMUL_TILE) is not one matmul.comp takes on this device");
     const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
     const bool f32 = a.dtype() == DType::f32;
     MatmulPush push{u32(g.m),        u32(g.n),        u32(g.k),        u32(g.batch), u32(g.stride_a),
@@ -154,8 +159,8 @@ void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535)
         throw Unsupported("matmul: " + c.describe() + " is too large");
     const std::string prefix = std::string("matmul_") + shader_suffix(a.dtype()) + "_";
-    const std::array<std::uint32_t, 6> constants{bm, bn, bk, options.transpose_a ? 1u : 0u,
-                                                 options.transpose_b ? 1u : 0u, threads};
+    const std::array<std::uint32_t, 7> constants{bm, bn, bk, options.transpose_a ? 1u : 0u,
+                                                 options.transpose_b ? 1u : 0u, threads, stages};
     record_matmul(*this, prefix, constants, push, g, bm, bn, bk, a, b, c);
 }
 
@@ -166,24 +171,37 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
         nn = 8;
     }
     const Geometry g = geometry(a, b, c, options);
-    std::uint32_t bm = 128, bn = 128, bk = 32, warps_m = 2;
-    if (g.n <= 512 && g.m >= 4096) bn = 64;  // N = 384: 10-15% faster on the H100 (bench/nn_tune.sh)
+    // 8 subgroups of 64 x 32 each: on the H100 the fastest or within 5% of it on 11 of the 12 GPT
+    // shapes (bench/nn_tune.sh, 2026-11-26; 128x64, 64x64, 256x128, 128x256, BK 64 and two
+    // shared-memory stages lost).
+    std::uint32_t bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4;
     if (const auto tile = env_tile("TAPEVM_NN_COOPMAT_TILE"); tile[0] != 0) {
         bm = tile[0];
         bn = tile[1];
         bk = tile[2];
         warps_m = tile[3];
+        warps_n = tile[4] != 0 ? tile[4] : 4 / std::max(warps_m, 1u);
     }
-    const std::uint32_t threads = 128;  // 4 subgroups of 32
-    const std::uint32_t warps_n = threads / 32 / std::max(warps_m, 1u);
-    const bool valid = warps_m > 0 && warps_n > 0 && bm % (warps_m * mm) == 0 && bn % (warps_n * nn) == 0 &&
+    // Shared-memory stages of A and B: TAPEVM_NN_COOPMAT_STAGES (1 or 2; default 1).
+    std::uint32_t stages = 1;
+    if (const char* env = std::getenv("TAPEVM_NN_COOPMAT_STAGES"); env != nullptr) stages = std::strtoul(env, nullptr, 10);
+    const std::uint32_t threads = 32 * warps_m * warps_n;  // subgroups of 32
+    // Shared memory (matmul_coopmat.comp): A and B tiles with rows padded by 8 halves, and one
+    // MM x NN f32 tile per subgroup for the epilogue.
+    const std::uint32_t rows_a = options.transpose_a ? bk : bm, row_a = options.transpose_a ? bm : bk;
+    const std::uint32_t rows_b = options.transpose_b ? bn : bk, row_b = options.transpose_b ? bk : bn;
+    const std::size_t shared =
+        2u * stages * (rows_a * (row_a + 8) + rows_b * (row_b + 8)) + 4u * (threads / 32) * mm * nn;
+    const bool valid = warps_m > 0 && warps_n > 0 && threads <= 1024 && bm % (warps_m * mm) == 0 &&
+                       bn % (warps_n * nn) == 0 &&
                        bm / (warps_m * mm) <= 4 && bn / (warps_n * nn) <= 8 &&  // the shader's named accumulators
                        bk % kk == 0 && bk % 8 == 0 && bm % 8 == 0 && bn % 8 == 0 &&
-                       (bm * bk / 8) % threads == 0 && (bk * bn / 8) % threads == 0 &&
-                       2 * bk * (bm + bn) + 4 * 4 * mm * nn <= max_shared_memory();
+                       (bm * bk / 8) % threads == 0 && (bk * bn / 8) % threads == 0 && (stages == 1 || stages == 2) &&
+                       shared <= max_shared_memory();
     if (!valid)
         throw Error("matmul: cooperative tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
-                    std::to_string(bk) + "x" + std::to_string(warps_m) + " (TAPEVM_NN_COOPMAT_TILE) is not valid");
+                    std::to_string(bk) + "x" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
+                    " (TAPEVM_NN_COOPMAT_TILE) is not valid");
     const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
     MatmulPush push{u32(g.m),        u32(g.n),        u32(g.k),        u32(g.batch), u32(g.stride_a),
                     u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
@@ -191,8 +209,8 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
                     lda % 8 == 0 && g.stride_a % 8 == 0 ? 1u : 0u,
                     ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u, 0};
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535) return false;
-    const std::array<std::uint32_t, 10> constants{bm,      bn, bk, options.transpose_a ? 1u : 0u,
-                                                  options.transpose_b ? 1u : 0u, warps_m, mm, nn, kk, threads};
+    const std::array<std::uint32_t, 11> constants{bm, bn, bk, options.transpose_a ? 1u : 0u, options.transpose_b ? 1u : 0u,
+                                                  warps_m, mm, nn, kk, threads, stages};
     // A driver that refuses the tensor-core pipelines leaves f16 to the tiled kernel (said once on
     // stderr; has_cooperative_matrix() turns false, which test_nn_gpu_matmul reports).
     try {

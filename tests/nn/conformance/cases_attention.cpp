@@ -105,7 +105,9 @@ std::vector<AttentionShape> shapes(bool sweep) {
     std::vector<AttentionShape> list = {
         {2, 7, 2, 2, 8, true, 0},   {1, 16, 6, 3, 16, true, 0}, {2, 9, 6, 1, 8, false, 0.3},
         {1, 65, 2, 1, 64, true, 0}, {1, 33, 4, 2, 63, false, 0}, {1, 0, 2, 1, 8, true, 0},
-        {0, 5, 2, 1, 8, true, 0},   {1, 1, 1, 1, 1, true, 0}};
+        {0, 5, 2, 1, 8, true, 0},   {1, 1, 1, 1, 1, true, 0},
+        // head_dim 32 and 48, T past one 32-key tile: the tensor-core kernels' shapes (f16, H100)
+        {2, 40, 4, 2, 32, false, 0}, {1, 37, 6, 1, 48, true, 0}};
     if (sweep) {
         for (const std::size_t t : {63, 64, 127, 129, 384, 385})
             for (const std::size_t d : {16, 64}) list.push_back({1, t, 6, 2, d, true, 0});
@@ -146,7 +148,8 @@ void add_forward(std::vector<Case>& cases, bool sweep) {
     };
     std::vector<KvShape> kv = {{{2, 0, 6, 2, 8, true, 0}, 1, 5, 9},     {{1, 0, 2, 1, 64, true, 0}, 1, 0, 4},
                                {{1, 0, 6, 6, 16, true, 0}, 7, 3, 16},   {{2, 0, 4, 1, 8, false, 0}, 5, 2, 7},
-                               {{1, 0, 6, 1, 63, true, 0.2}, 16, 0, 16}, {{0, 0, 2, 1, 8, true, 0}, 1, 0, 4}};
+                               {{1, 0, 6, 1, 63, true, 0.2}, 16, 0, 16}, {{0, 0, 2, 1, 8, true, 0}, 1, 0, 4},
+                               {{1, 0, 4, 2, 32, true, 0}, 40, 8, 64},  {{1, 0, 2, 2, 16, false, 0}, 33, 5, 48}};
     if (sweep) kv.push_back({{2, 0, 6, 2, 64, true, 0}, 1, 384, 512});
     for (const KvShape& entry : kv) {
         const AttentionShape s = entry.s;

@@ -133,6 +133,13 @@ TEST_CASE("gpu matmul f32: the 128 x 128 block and a partial edge") {
     run_case({1, 260, 132, 24, false, false, true, true, 1, 1}, DType::f32, DType::f32);
 }
 
+TEST_CASE("gpu matmul f32: one shared-memory stage (TAPEVM_NN_MATMUL_TILE's fourth number)") {
+    setenv("TAPEVM_NN_MATMUL_TILE", "64x64x16x1", 1);
+    run_case({1, 130, 70, 50, false, false, false, true, 1, 0.5}, DType::f32, DType::f32);
+    run_case({2, 65, 66, 33, false, true, true, false, 1, 0}, DType::f32, DType::f32);
+    unsetenv("TAPEVM_NN_MATMUL_TILE");
+}
+
 TEST_CASE("gpu matmul: batches, with A or B shared") {
     run_case({3, 9, 10, 11, true, true, false, false, 1, 0}, DType::f32, DType::f32);
     run_case({3, 9, 10, 11, true, false, false, true, 1, 1}, DType::f32, DType::f32);

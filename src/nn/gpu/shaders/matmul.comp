@@ -10,10 +10,12 @@
 // columns tx*4+j and BN/2+tx*4+j) so that the shared-memory reads of a warp are consecutive.
 // K advances BK at a time: the next tiles of A and B are loaded into registers (4-wide vector
 // loads where aligned: push constant vec_a/vec_b) while the current ones, in shared memory
-// k-major (As[k][m], Bs[k][n], held as vec4s so reads are 16 bytes), are multiplied. Layouts by
-// specialization constants TRANS_A ([K][M] storage) and TRANS_B ([N][K]); batches by workgroup
-// z, strides in elements (0: the operand is shared by every batch). Constraints the host keeps
-// (matmul.cpp): BM, BN multiples of 8 with BM*BK and BN*BK multiples of 4*THREADS.
+// k-major (As[k][m], Bs[k][n], held as vec4s so reads are 16 bytes), are multiplied; shared
+// memory holds two stages (STAGES = 2), so the registers go to the other stage after the
+// multiply and one barrier per tile suffices. Layouts by specialization constants TRANS_A ([K][M] storage) and
+// TRANS_B ([N][K]); batches by workgroup z, strides in elements (0: the operand is shared by
+// every batch). Constraints the host keeps (matmul.cpp): BM, BN multiples of 8 with BM*BK and
+// BN*BK multiples of 4*THREADS, and two stages within the device's shared memory.
 // Registers: the accumulators are named variables and the loops over the load registers
 // (ra, rb) unroll: on NVIDIA's driver an array indexed in a loop it did not unroll went to
 // local memory (TAPEVM_GPU_PIPELINE_STATS: 256 bytes) and the kernel ran at 2.3 TFLOP/s.
@@ -27,6 +29,7 @@ layout(constant_id = 2) const uint BK = 16;
 layout(constant_id = 3) const bool TRANS_A = false;
 layout(constant_id = 4) const bool TRANS_B = false;
 layout(constant_id = 5) const uint THREADS = 256;
+layout(constant_id = 6) const uint STAGES = 2;  // 1: one stage of shared memory, two barriers per tile
 
 layout(set = 0, binding = 0, std430) readonly buffer A { NN_T a[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B { NN_T b[]; };
@@ -46,8 +49,10 @@ layout(push_constant) uniform Push {
 
 const uint QA = BM * BK / (4 * THREADS);  // quads of A each thread loads per tile
 const uint QB = BN * BK / (4 * THREADS);
-shared vec4 As[BK * BM / 4];  // As[k][m]: element k * BM + m is As[(k * BM + m) / 4][m % 4]
-shared vec4 Bs[BK * BN / 4];
+const uint STAGE_A = BK * BM / 4, STAGE_B = BK * BN / 4;  // vec4s per stage
+// STAGES stages; As[k][m] of stage s: element k * BM + m is As[s * STAGE_A + (k * BM + m) / 4][m % 4].
+shared vec4 As[STAGES * STAGE_A];
+shared vec4 Bs[STAGES * STAGE_B];
 
 vec4 load_a_quad(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
     // Four consecutive elements along the stored rows of A: (row, col .. col+3) of a rows x cols
@@ -143,39 +148,41 @@ void main() {
             }                                                                                   \
         }
         // Registers into shared memory, k-major.
-#define STORE_TILES()                                                                           \
+#define STORE_TILES(s)                                                                           \
         [[unroll]] for (uint q = 0; q < QA; ++q) {                                              \
             const uint quad = tid + q * THREADS;                                                \
             if (!TRANS_A) {                                                                     \
                 const uint m = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                      \
-                [[unroll]] for (uint e = 0; e < 4; ++e) As[((k + e) * BM + m) / 4][m % 4] = ra[q][e]; \
+                [[unroll]] for (uint e = 0; e < 4; ++e) As[(s) * STAGE_A + ((k + e) * BM + m) / 4][m % 4] = ra[q][e]; \
             } else {                                                                            \
                 const uint k = quad / (BM / 4), m = (quad % (BM / 4)) * 4;                      \
-                As[(k * BM + m) / 4] = ra[q];                                                   \
+                As[(s) * STAGE_A + (k * BM + m) / 4] = ra[q];                                                   \
             }                                                                                   \
         }                                                                                       \
         [[unroll]] for (uint q = 0; q < QB; ++q) {                                              \
             const uint quad = tid + q * THREADS;                                                \
             if (!TRANS_B) {                                                                     \
                 const uint k = quad / (BN / 4), n = (quad % (BN / 4)) * 4;                      \
-                Bs[(k * BN + n) / 4] = rb[q];                                                   \
+                Bs[(s) * STAGE_B + (k * BN + n) / 4] = rb[q];                                                   \
             } else {                                                                            \
                 const uint n = quad / (BK / 4), k = (quad % (BK / 4)) * 4;                      \
-                [[unroll]] for (uint e = 0; e < 4; ++e) Bs[((k + e) * BN + n) / 4][n % 4] = rb[q][e]; \
+                [[unroll]] for (uint e = 0; e < 4; ++e) Bs[(s) * STAGE_B + ((k + e) * BN + n) / 4][n % 4] = rb[q][e]; \
             }                                                                                   \
         }
 
         if (tiles > 0) {
             LOAD_TILES(0)
-            STORE_TILES()
+            STORE_TILES(0)
         }
         barrier();
         for (uint t = 0; t < tiles; ++t) {
             if (t + 1 < tiles) {
                 LOAD_TILES(t + 1)
             }
+            const uint stage = STAGES == 2u ? (t & 1u) : 0u;
+            const uint sa = stage * STAGE_A, sb = stage * STAGE_B;
             [[unroll]] for (uint k = 0; k < BK; ++k) {
-                const uint ar = (k * BM) / 4 + ty, br = (k * BN) / 4 + tx;
+                const uint ar = sa + (k * BM) / 4 + ty, br = sb + (k * BN) / 4 + tx;
                 const vec4 a_lo = As[ar], a_hi = As[ar + BM / 8];
                 const vec4 b_lo = Bs[br], b_hi = Bs[br + BN / 8];
 #define NN_FMA_ROW(lo, hi, a) lo += (a) * b_lo; hi += (a) * b_hi;
@@ -188,11 +195,13 @@ void main() {
                 NN_FMA_ROW(acc6_0, acc6_1, a_hi.z)
                 NN_FMA_ROW(acc7_0, acc7_1, a_hi.w)
             }
-            barrier();
+            // The next tile goes to the other stage: every thread finished reading it at the
+            // barrier that ended the previous tile. With one stage, after a barrier.
+            if (STAGES == 1u) barrier();
             if (t + 1 < tiles) {
-                STORE_TILES()
-                barrier();
+                STORE_TILES(STAGES == 2u ? ((t + 1) & 1u) : 0u)
             }
+            barrier();
         }
 
         // C = alpha acc + beta C (C is not read when beta is 0, as in BLAS).

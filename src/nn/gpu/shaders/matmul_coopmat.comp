@@ -15,7 +15,10 @@
 // K advances BK at a time through shared memory (A and B tiles kept in their stored layout;
 // coopMatLoadNV's column-major flag handles TRANS_A / TRANS_B), loaded with 8-wide (uvec4)
 // global reads where aligned (vec_a / vec_b), else element by element with zeros outside; the
-// next tiles are read into registers while the current ones multiply.
+// next tiles are read into registers while the current ones multiply (STAGES = 2: into the
+// other of two shared-memory stages, one barrier per tile). Each shared row is
+// padded by 8 halves (16 bytes): without it the rows of a 16 x 16 fragment load (row strides of
+// 64 or 256 bytes) fell on the same banks, 4- to 8-way conflicts.
 // Results go through a per-subgroup shared tile to C with alpha, beta, bounds and rounding.
 #include "nn_dtype.glsl"
 #include "nn_common.glsl"
@@ -31,16 +34,24 @@ layout(constant_id = 6) const uint MM = 16;
 layout(constant_id = 7) const uint NN = 16;
 layout(constant_id = 8) const uint KK = 16;
 layout(constant_id = 9) const uint THREADS = 128;  // WARPS_M * WARPS_N * 32
+layout(constant_id = 10) const uint STAGES = 1;    // shared-memory stages of A and B: 1 or 2
 const uint WARPS_N = THREADS / 32 / WARPS_M;
 const uint WM = BM / WARPS_M, WN = BN / WARPS_N;  // a subgroup's block
 const uint TILES_M = WM / MM, TILES_N = WN / NN;
 const uint VA = BM * BK / 8 / THREADS, VB = BK * BN / 8 / THREADS;  // uvec4s per thread and tile
+// Shared rows in uvec4s: stored row length plus one uvec4 of padding.
+const uint ROW_A = (TRANS_A ? BM : BK) / 8, ROW_B = (TRANS_B ? BK : BN) / 8;
+const uint LD_A = ROW_A + 1, LD_B = ROW_B + 1;
+const uint ROWS_A = TRANS_A ? BK : BM, ROWS_B = TRANS_B ? BN : BK;
 
 layout(set = 0, binding = 0, std430) readonly buffer A { uint16_t a[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B { uint16_t b[]; };
 layout(set = 0, binding = 2, std430) buffer C { NN_OUT_T c[]; };
 layout(set = 0, binding = 0, std430) readonly buffer A8 { uvec4 a8[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B8 { uvec4 b8[]; };
+#if NN_OUT_DTYPE == 1
+layout(set = 0, binding = 2, std430) buffer C16 { float16_t c16[]; };
+#endif
 
 layout(push_constant) uniform Push {
     uint M, N, K, batch;
@@ -51,9 +62,10 @@ layout(push_constant) uniform Push {
 } pc;
 
 // Tiles in their stored layout: A [BM][BK] (TRANS_A: [BK][BM]), B [BK][BN] (TRANS_B: [BN][BK]),
-// as uvec4s of 8 halves.
-shared uvec4 As[BM * BK / 8];
-shared uvec4 Bs[BK * BN / 8];
+// as uvec4s of 8 halves, rows LD_A / LD_B uvec4s apart.
+const uint STAGE_A = ROWS_A * LD_A, STAGE_B = ROWS_B * LD_B;  // uvec4s per stage
+shared uvec4 As[STAGES * STAGE_A];
+shared uvec4 Bs[STAGES * STAGE_B];
 shared float Cs[THREADS / 32][MM * NN];
 
 // Eight stored elements (row, col .. col+7) of a rows x cols matrix with leading dimension ld
@@ -79,24 +91,61 @@ uvec4 load8_b(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
 #define NN_LOAD_FA(fa, i)                                                                       \
     if (TILES_M > i) {                                                                          \
         const uint m = wm * WM + i * MM;                                                        \
-        if (!TRANS_A) coopMatLoadNV(fa, As, (m * BK + kk) / 8, BK / 8, false);                  \
-        else coopMatLoadNV(fa, As, (kk * BM + m) / 8, BM / 8, true);                            \
+        if (!TRANS_A) coopMatLoadNV(fa, As, sa + m * LD_A + kk / 8, LD_A, false);               \
+        else coopMatLoadNV(fa, As, sa + kk * LD_A + m / 8, LD_A, true);                         \
     }
 #define NN_LOAD_FB(fb, j)                                                                       \
     if (TILES_N > j) {                                                                          \
         const uint n = wn * WN + j * NN;                                                        \
-        if (!TRANS_B) coopMatLoadNV(fb, Bs, (kk * BN + n) / 8, BN / 8, false);                  \
-        else coopMatLoadNV(fb, Bs, (n * BK + kk) / 8, BK / 8, true);                            \
+        if (!TRANS_B) coopMatLoadNV(fb, Bs, sb + kk * LD_B + n / 8, LD_B, false);               \
+        else coopMatLoadNV(fb, Bs, sb + n * LD_B + kk / 8, LD_B, true);                         \
     }
 #define NN_MMA(acc, fa, fb, i, j) \
     if (TILES_M > i && TILES_N > j) acc = coopMatMulAddNV(fa, fb, acc);
-// Accumulator (i, j) through this subgroup's shared tile to C: alpha, beta, bounds, rounding.
+// Accumulator (i, j) to C: straight from registers (NN_STORE_DIRECT) where the tile lies inside
+// C and C is f32 or f16 with aligned rows (direct), else through this subgroup's shared tile with
+// alpha, beta, bounds and rounding element by element.
 #define NN_STORE_ACC(acc, i, j)                                                                 \
     if (TILES_M > i && TILES_N > j) {                                                           \
+        const uint row0 = m0 + wm * WM + i * MM, col0 = n0 + wn * WN + j * NN;                  \
+        if (direct && row0 + MM <= M && col0 + NN <= N) {                                       \
+            NN_STORE_DIRECT(acc, c_base + row0 * N + col0)                                      \
+        } else {                                                                                \
+            NN_STORE_SHARED(acc, row0, col0)                                                    \
+        }                                                                                       \
+    }
+#if NN_OUT_DTYPE == 0
+// C = alpha acc + beta C in f32, in registers.
+#define NN_STORE_DIRECT(acc, at)                                                                \
+    {                                                                                           \
+        NN_ACC r = acc * pc.alpha;                                                              \
+        if (pc.beta != 0.0) {                                                                   \
+            NN_ACC old;                                                                         \
+            coopMatLoadNV(old, c, at, N, false);                                                \
+            r += old * pc.beta;                                                                 \
+        }                                                                                       \
+        coopMatStoreNV(r, c, at, N, false);                                                     \
+    }
+#elif NN_OUT_DTYPE == 1
+// The same in f32, rounded to f16 (round to nearest even, as nn_f32_to_f16) on the way out.
+#define NN_STORE_DIRECT(acc, at)                                                                \
+    {                                                                                           \
+        NN_ACC r = acc * pc.alpha;                                                              \
+        if (pc.beta != 0.0) {                                                                   \
+            fcoopmatNV<16, gl_ScopeSubgroup, MM, NN> old;                                       \
+            coopMatLoadNV(old, c16, at, N, false);                                              \
+            r += NN_ACC(old) * pc.beta;                                                         \
+        }                                                                                       \
+        coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, MM, NN>(r), c16, at, N, false);         \
+    }
+#else
+#define NN_STORE_DIRECT(acc, at) NN_STORE_SHARED(acc, row0, col0)
+#endif
+#define NN_STORE_SHARED(acc, row0, col0)                                                        \
+    {                                                                                           \
         coopMatStoreNV(acc, Cs[warp], 0, NN, false);                                            \
         subgroupMemoryBarrierShared();                                                          \
         subgroupBarrier();                                                                      \
-        const uint row0 = m0 + wm * WM + i * MM, col0 = n0 + wn * WN + j * NN;                  \
         for (uint e = lane; e < MM * NN; e += 32) {                                             \
             const uint row = row0 + e / NN, col = col0 + e % NN;                                \
             if (row < M && col < N) {                                                           \
@@ -116,6 +165,8 @@ void main() {
     const uint wm = warp % WARPS_M, wn = warp / WARPS_M;
     const uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN;
     const uint M = pc.M, N = pc.N, K = pc.K;
+    // Direct stores (NN_STORE_ACC) need 16-byte aligned rows and batch strides.
+    const bool direct = NN_OUT_DTYPE <= 1 && N % 8 == 0 && pc.stride_c % 8 == 0;
 
     for (uint z = gl_WorkGroupID.z; z < pc.batch; z += gl_NumWorkGroups.z) {
         const uint a_base = z * pc.stride_a, b_base = z * pc.stride_b, c_base = z * pc.stride_c;
@@ -159,19 +210,27 @@ void main() {
                 rb[q] = load8_b(b_base, n0 + n, k_begin + (t) * BK + k, N, k_end, K);           \
             }                                                                                   \
         }
-#define STORE_TILES()                                                                           \
-        [[unroll]] for (uint q = 0; q < VA; ++q) As[tid + q * THREADS] = ra[q];                 \
-        [[unroll]] for (uint q = 0; q < VB; ++q) Bs[tid + q * THREADS] = rb[q];
+#define STORE_TILES(stage)                                                                      \
+        [[unroll]] for (uint q = 0; q < VA; ++q) {                                              \
+            const uint v = tid + q * THREADS;                                                   \
+            As[(stage) * STAGE_A + (v / ROW_A) * LD_A + v % ROW_A] = ra[q];                     \
+        }                                                                                       \
+        [[unroll]] for (uint q = 0; q < VB; ++q) {                                              \
+            const uint v = tid + q * THREADS;                                                   \
+            Bs[(stage) * STAGE_B + (v / ROW_B) * LD_B + v % ROW_B] = rb[q];                     \
+        }
 
         if (tiles > 0) {
             LOAD_TILES(0)
-            STORE_TILES()
+            STORE_TILES(0)
         }
         barrier();
         for (uint t = 0; t < tiles; ++t) {
             if (t + 1 < tiles) {
                 LOAD_TILES(t + 1)
             }
+            const uint stage = STAGES == 2u ? (t & 1u) : 0u;
+            const uint sa = stage * STAGE_A, sb = stage * STAGE_B;
             [[unroll]] for (uint kk = 0; kk < BK; kk += KK) {
                 fcoopmatNV<16, gl_ScopeSubgroup, MM, KK> fa0, fa1, fa2, fa3;
                 fcoopmatNV<16, gl_ScopeSubgroup, KK, NN> fb0, fb1, fb2, fb3, fb4, fb5, fb6, fb7;
@@ -220,11 +279,13 @@ void main() {
                 NN_MMA(acc36, fa3, fb6, 3, 6)
                 NN_MMA(acc37, fa3, fb7, 3, 7)
             }
-            barrier();
+            // Two stages: the next tile goes to the other one, which every subgroup finished
+            // reading at the barrier that ended the previous tile. One stage: after a barrier.
+            if (STAGES == 1u) barrier();
             if (t + 1 < tiles) {
-                STORE_TILES()
-                barrier();
+                STORE_TILES(STAGES == 2u ? ((t + 1) & 1u) : 0u)
             }
+            barrier();
         }
 
         // Each accumulator through this subgroup's shared tile to C.
