@@ -1,16 +1,23 @@
 // The GPU VM's thread-safety contract (docs/THREADS.md, tapevm/gpu.hpp) from 8 threads at once,
 // compared with serial runs bit for bit: many Vms on one device (each thread its own Vm, made
-// and destroyed while the others run), and one Vm shared by every thread, with host spans and
-// with device-resident buffers. Shapes are tiny (lavapipe is slow); 70 points in chunks of 64
+// and destroyed while the others run), one Vm shared by every thread, with host spans and with
+// device-resident buffers, and compiled-engine Vms whose kernels the threads generate, compile
+// and cache at the same time. Shapes are tiny (lavapipe is slow); 70 points in chunks of 64
 // still take both chunk slots. The validation layer, when installed, also checks that the
 // Vulkan objects that need external synchronisation get it (its thread-safety checks).
+#include <atomic>
 #include <cstddef>
+#include <cstdlib>
+#include <filesystem>
 #include <span>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <doctest/doctest.h>
 
+#include "compiler.hpp"
 #include "concurrency_support.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/gpu.hpp"
@@ -31,10 +38,13 @@ Tape gpu_case(unsigned k) {
     });
 }
 
+// The validation layer checks the Vulkan calls of the release and ASan runs; under TSan it is
+// off (dev.sh sets TAPEVM_VULKAN_VALIDATION=0 there too): its own threads and locks, which TSan
+// cannot see into, only add reports of the layer's (tsan.supp).
 gpu::Options gpu_options() {
     gpu::Options options;
     options.chunk_points = 64;
-    options.validation = true;
+    options.validation = !under_thread_sanitizer;
     return options;
 }
 
@@ -101,6 +111,63 @@ TEST_CASE("one gpu::Vm called from 8 threads at once gives the serial results bi
         }
     }));
     CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+}
+
+// The forward results of a compiled-engine Vm of `tape`, and whether the kernel was compiled.
+std::vector<float> compiled_forward(const Tape& tape, unsigned salt, bool& compiled) {
+    gpu::Options options = gpu_options();
+    options.engine = gpu::Engine::compiled;
+    const gpu::Vm vm(tape, options);
+    const std::vector<float> inputs = gpu_inputs(salt);
+    const auto forward = vm.forward(Batch<float>{points, inputs, {}});
+    compiled = vm.compile_plan<float>("forward").compiled;
+    std::vector<float> all = forward.values;
+    for (const std::size_t point : forward.report.diverged) all.push_back(static_cast<float>(point));
+    return all;
+}
+
+TEST_CASE("compiled kernels generated, compiled and cached by 8 threads at once give the serial bits") {
+    // lavapipe runs compiled kernels only with its LLVM optimiser off (compiler.hpp). The cache
+    // folder is this test's own and is emptied, with the process's memory caches, before the
+    // concurrent round: the threads generate, compile, store and look up kernels at the same time,
+    // two threads per tape (one key), while glslang's warm-up runs beside them.
+    const char* old_perf = std::getenv("GALLIVM_PERF");
+    const std::string saved_perf = old_perf != nullptr ? old_perf : "";
+    setenv("GALLIVM_PERF", "nopt", 1);
+    const auto folder = std::filesystem::temp_directory_path() /
+                        ("tapevm-concurrency-compiled-" + std::to_string(static_cast<long>(::getpid())));
+    std::filesystem::remove_all(folder);
+    setenv("TAPEVM_CACHE_DIR", folder.c_str(), 1);
+    constexpr unsigned tapes = concurrent_threads / 2;
+    std::vector<std::vector<float>> expected;
+    bool all_compiled = true;
+    for (unsigned k = 0; k < tapes; ++k) {
+        bool compiled = false;
+        expected.push_back(compiled_forward(gpu_case(k), k, compiled));
+        all_compiled = all_compiled && compiled;
+    }
+    CHECK(all_compiled);
+    std::filesystem::remove_all(folder);
+    gpu::detail::clear_spirv_memory_cache();
+
+    Mismatches mismatches;
+    std::atomic<unsigned> interpreted{0};
+    check_no_errors(run_concurrently([&](unsigned t) {
+        const unsigned k = t % tapes;
+        bool compiled = false;
+        if (!same_bits(compiled_forward(gpu_case(k), k, compiled), expected[k]))
+            mismatches.add("tape " + std::to_string(k));
+        if (!compiled) ++interpreted;
+    }));
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+    CHECK(interpreted.load() == 0);
+    std::filesystem::remove_all(folder);
+    unsetenv("TAPEVM_CACHE_DIR");
+    if (old_perf != nullptr) {
+        setenv("GALLIVM_PERF", saved_perf.c_str(), 1);
+    } else {
+        unsetenv("GALLIVM_PERF");
+    }
 }
 
 }  // namespace
