@@ -8,13 +8,16 @@
 #include <mutex>
 #include <string>
 
+#include "detail/split_mix64.hpp"
 #include "mlp.hpp"
-#include "random.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/var.hpp"
 
 namespace tapevm::bench {
+
+using tapevm::detail::SplitMix64;
+
 namespace {
 
 constexpr std::string_view names[] = {"ba", "rosenbrock16", "trig16", "mlp", "mlp16"};

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 
+#include "detail/split_mix64.hpp"
 #include "tapevm/examples.hpp"
 
 namespace tapevm::cli {
@@ -11,23 +12,7 @@ namespace {
 
 using examples::ba_inputs;
 
-// SplitMix64: a tiny generator with the same output on every platform (unlike the
-// distributions of <random>).
-class SplitMix64 {
-public:
-    explicit SplitMix64(std::uint64_t seed) : state_(seed) {}
-    std::uint64_t next() {
-        std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    /// Uniform in [0, 1).
-    double uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }
-
-private:
-    std::uint64_t state_;
-};
+using detail::SplitMix64;
 
 std::array<double, 2> native_residual(std::span<const double> inputs, const double* feature) {
     return examples::ba_residual<double, double>(inputs, feature);

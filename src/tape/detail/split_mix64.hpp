@@ -1,11 +1,12 @@
-// SplitMix64: a tiny generator with the same output on every platform (unlike the
+// SplitMix64: the one random generator of the programs (the benchmark's workloads, the demo's
+// batch) and their tests: a tiny generator with the same output on every platform (unlike the
 // distributions of <random>), so every backend, every run and the JAX script see the same
-// points. The same generator as src/cli/demo_workload.cpp.
+// points. Internal: not installed.
 #pragma once
 
 #include <cstdint>
 
-namespace tapevm::bench {
+namespace tapevm::detail {
 
 class SplitMix64 {
 public:
@@ -25,4 +26,4 @@ private:
     std::uint64_t state_;
 };
 
-}  // namespace tapevm::bench
+}  // namespace tapevm::detail
