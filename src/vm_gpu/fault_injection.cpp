@@ -80,7 +80,8 @@ PFN_vkQueueSubmit real_submit(VkQueue queue) {
 }
 
 VKAPI_ATTR VkResult VKAPI_CALL allocate_memory(VkDevice device, const VkMemoryAllocateInfo* info,
-                                               const VkAllocationCallbacks* allocator, VkDeviceMemory* memory) {
+                                               const VkAllocationCallbacks* allocator,
+                                               VkDeviceMemory* memory) {
     if (const VkResult fault = take(FaultPoint::allocation); fault != VK_SUCCESS) {
         *memory = VK_NULL_HANDLE;
         return fault;
@@ -94,7 +95,8 @@ VKAPI_ATTR VkResult VKAPI_CALL queue_submit(VkQueue queue, std::uint32_t count, 
     return real_submit(queue)(queue, count, submits, fence);
 }
 
-VKAPI_ATTR VkResult VKAPI_CALL create_compute_pipelines(VkDevice device, VkPipelineCache cache, std::uint32_t count,
+VKAPI_ATTR VkResult VKAPI_CALL create_compute_pipelines(VkDevice device, VkPipelineCache cache,
+                                                        std::uint32_t count,
                                                         const VkComputePipelineCreateInfo* infos,
                                                         const VkAllocationCallbacks* allocator,
                                                         VkPipeline* pipelines) {

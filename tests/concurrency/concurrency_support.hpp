@@ -67,7 +67,8 @@ inline std::vector<std::string> run_concurrently(const std::function<void(unsign
 
 /// Checks that no thread of run_concurrently threw.
 inline void check_no_errors(const std::vector<std::string>& errors) {
-    for (std::size_t t = 0; t < errors.size(); ++t) CHECK_MESSAGE(errors[t].empty(), "thread " << t << ": " << errors[t]);
+    for (std::size_t t = 0; t < errors.size(); ++t)
+        CHECK_MESSAGE(errors[t].empty(), "thread " << t << ": " << errors[t]);
 }
 
 /// True when a and b hold the same bytes (NaNs and signed zeros included).

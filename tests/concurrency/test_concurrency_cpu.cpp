@@ -13,9 +13,8 @@
 #include <thread>
 #include <vector>
 
-#include <unistd.h>
-
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "concurrency_support.hpp"
 #include "tapevm/cpu.hpp"
@@ -66,7 +65,8 @@ TEST_CASE("recording on 8 threads at once gives the tapes of a serial recording"
                 mismatches.add("example " + names[e]);
         }
     }));
-    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " tapes differ, first: " << mismatches.first());
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " tapes differ, first: " << mismatches.first());
 }
 
 TEST_CASE("a Var of another thread's recording is rejected, not recorded") {
@@ -79,7 +79,8 @@ TEST_CASE("a Var of another thread's recording is rejected, not recorded") {
         const Var from_a = x[0] * 2.0;
         std::thread b([&] {
             try {
-                (void)record(std::span<const double>(at), [&](std::span<const Var> y) { return y[0] + from_a; });
+                (void)record(std::span<const double>(at),
+                             [&](std::span<const Var> y) { return y[0] + from_a; });
                 b_recorded = true;
             } catch (const RecordingError& error) {
                 error_in_b = error.what();
@@ -102,14 +103,16 @@ std::vector<double> inputs_for(const Tape& tape, std::size_t points, unsigned sa
 }
 
 // Every mode of `evaluator` in precision Real, concatenated, with the diverged points.
-template <class Real, class Evaluator> std::vector<Real> every_mode(const Evaluator& evaluator, std::size_t points) {
+template <class Real, class Evaluator>
+std::vector<Real> every_mode(const Evaluator& evaluator, std::size_t points) {
     const Tape& tape = evaluator.tape();
     const auto wide = inputs_for(tape, points, 0);
     const std::vector<Real> inputs(wide.begin(), wide.end());
     const auto wide_tangents = inputs_for(tape, points, 1);
     const std::vector<Real> tangents(wide_tangents.begin(), wide_tangents.end());
     std::vector<Real> cotangents(points * tape.output_count());
-    for (std::size_t i = 0; i < cotangents.size(); ++i) cotangents[i] = static_cast<Real>(0.25 * (i % 5) - 0.5);
+    for (std::size_t i = 0; i < cotangents.size(); ++i)
+        cotangents[i] = static_cast<Real>(0.25 * (i % 5) - 0.5);
     const Batch<Real> batch{points, inputs, {}};
     std::vector<Real> all;
     const auto append = [&](const Evaluation<Real>& e) {
@@ -147,7 +150,8 @@ TEST_CASE("one cpu::Vm evaluated from 8 threads at once gives the serial results
             }
         }
     }));
-    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " calls differ, first: " << mismatches.first());
 }
 
 TEST_CASE("cpu::Vms made, used and destroyed on 8 threads at once match the reference VM shared by all") {
@@ -168,7 +172,8 @@ TEST_CASE("cpu::Vms made, used and destroyed on 8 threads at once match the refe
             if (!same_bits(every_mode<double>(own, points), expected_cpu)) mismatches.add("own cpu::Vm");
         }
     }));
-    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " calls differ, first: " << mismatches.first());
 }
 
 TEST_CASE(".tape files saved to one path and loaded from 8 threads at once are always whole") {

@@ -15,11 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <doctest/doctest.h>
 
 #include "concurrency_support.hpp"
 #include "disk_cache.hpp"
@@ -55,9 +54,11 @@ std::string check_payload(unsigned key, const std::vector<std::byte>& payload) {
     std::uint32_t header[4];
     if (payload.size() < sizeof header) return "a payload of " + std::to_string(payload.size()) + " bytes";
     std::memcpy(header, payload.data(), sizeof header);
-    if (header[0] != key) return "the payload of key " + std::to_string(header[0]) + " under key " + std::to_string(key);
-    if (header[3] != payload.size()) return "a payload of " + std::to_string(payload.size()) + " bytes claiming " +
-                                            std::to_string(header[3]);
+    if (header[0] != key)
+        return "the payload of key " + std::to_string(header[0]) + " under key " + std::to_string(key);
+    if (header[3] != payload.size())
+        return "a payload of " + std::to_string(payload.size()) + " bytes claiming " +
+               std::to_string(header[3]);
     if (payload != make_payload(header[0], header[1], header[2])) return "a payload whose bytes differ";
     return "";
 }
@@ -78,7 +79,8 @@ std::string fill(const std::filesystem::path& folder, unsigned writer) {
                     if (stored[probe]) return where + "a miss after this writer stored the key";
                     continue;
                 }
-                if (const std::string wrong = check_payload(probe, *loaded); !wrong.empty()) return where + wrong;
+                if (const std::string wrong = check_payload(probe, *loaded); !wrong.empty())
+                    return where + wrong;
             }
         }
     }

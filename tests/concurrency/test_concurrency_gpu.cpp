@@ -13,9 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "compiler.hpp"
 #include "concurrency_support.hpp"
@@ -95,7 +94,8 @@ TEST_CASE("many gpu::Vms on one device, each on its own thread, give the serial 
             if (!same_bits(gpu_results(vm, k), expected[k])) mismatches.add("tape " + std::to_string(k));
         }
     }));
-    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " calls differ, first: " << mismatches.first());
 }
 
 TEST_CASE("one gpu::Vm called from 8 threads at once gives the serial results bit for bit") {
@@ -107,10 +107,12 @@ TEST_CASE("one gpu::Vm called from 8 threads at once gives the serial results bi
     check_no_errors(run_concurrently([&](unsigned t) {
         for (unsigned round = 0; round < 2; ++round) {
             const unsigned salt = (t + round) % concurrent_threads;
-            if (!same_bits(gpu_results(vm, salt), expected[salt])) mismatches.add("salt " + std::to_string(salt));
+            if (!same_bits(gpu_results(vm, salt), expected[salt]))
+                mismatches.add("salt " + std::to_string(salt));
         }
     }));
-    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " calls differ, first: " << mismatches.first());
 }
 
 // The forward results of a compiled-engine Vm of `tape`, and whether the kernel was compiled.
@@ -159,7 +161,8 @@ TEST_CASE("compiled kernels generated, compiled and cached by 8 threads at once 
             mismatches.add("tape " + std::to_string(k));
         if (!compiled) ++interpreted;
     }));
-    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " calls differ, first: " << mismatches.first());
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " calls differ, first: " << mismatches.first());
     CHECK(interpreted.load() == 0);
     std::filesystem::remove_all(folder);
     unsetenv("TAPEVM_CACHE_DIR");

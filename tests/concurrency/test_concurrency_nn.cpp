@@ -54,10 +54,12 @@ void check_handles_on_threads(const std::function<nn::Device()>& make, const std
         const nn::Device device = make();  // this thread's own handle
         for (unsigned round = 0; round < 3; ++round) {
             const unsigned salt = (t + round) % concurrent_threads;
-            if (!same_bits(step(device, salt), expected[salt])) mismatches.add(kind + " salt " + std::to_string(salt));
+            if (!same_bits(step(device, salt), expected[salt]))
+                mismatches.add(kind + " salt " + std::to_string(salt));
         }
     }));
-    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count() << " steps differ, first: " << mismatches.first());
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " steps differ, first: " << mismatches.first());
 }
 
 TEST_CASE("nn cpu devices, one handle per thread, 8 threads at once: the serial results bit for bit") {

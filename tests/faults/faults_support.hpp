@@ -37,7 +37,8 @@ inline constexpr std::size_t fault_test_points = 100;
 
 /// f(x, y, z) = sin(x) y + exp(x z) / (1 + y^2): transcendental, every input active.
 inline Tape fault_test_tape() {
-    return record(3, [](std::span<const Var> x) { return sin(x[0]) * x[1] + exp(x[0] * x[2]) / (1.0 + x[1] * x[1]); });
+    return record(
+        3, [](std::span<const Var> x) { return sin(x[0]) * x[1] + exp(x[0] * x[2]) / (1.0 + x[1] * x[1]); });
 }
 
 inline gpu::Options fault_test_options() {
@@ -68,7 +69,8 @@ template <class Evaluator> std::vector<float> run_mode(const Evaluator& evaluato
         case Mode::jvp: return evaluator.jvp(batch, std::span<const float>(tangents)).values;
         case Mode::vjp: return evaluator.vjp(batch, std::span<const float>(cotangents)).values;
         case Mode::hvp:
-            return evaluator.hvp(batch, std::span<const float>(cotangents), std::span<const float>(tangents)).values;
+            return evaluator.hvp(batch, std::span<const float>(cotangents), std::span<const float>(tangents))
+                .values;
         case Mode::resident:
             if constexpr (std::is_same_v<Evaluator, gpu::Vm>) {
                 const auto x = evaluator.template upload<float>(inputs);
@@ -92,7 +94,8 @@ inline std::vector<float> reference_mode(Mode mode) {
 
 /// Element by element within float's tolerance for these formulas (a few ulp of the device's
 /// math library), naming the first mismatch.
-inline void check_close(const std::vector<float>& actual, const std::vector<float>& expected, const std::string& what) {
+inline void check_close(const std::vector<float>& actual, const std::vector<float>& expected,
+                        const std::string& what) {
     REQUIRE_MESSAGE(actual.size() == expected.size(), what);
     for (std::size_t i = 0; i < actual.size(); ++i) {
         const double a = actual[i], e = expected[i];

@@ -19,10 +19,9 @@
 #include <string>
 #include <vector>
 
+#include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <doctest/doctest.h>
 
 #include "context.hpp"
 #include "fault_injection.hpp"
@@ -117,7 +116,8 @@ TEST_CASE("a failed pipeline creation throws DeviceUnavailable and the next call
         for (int round = 0;; ++round) {
             REQUIRE(round < 16);
             std::optional<Outcome> retry;
-            const Outcome outcome = attempt(mode, FaultPoint::pipeline, 1, FaultResult::point_default, &retry);
+            const Outcome outcome =
+                attempt(mode, FaultPoint::pipeline, 1, FaultResult::point_default, &retry);
             if (!outcome.fired) {
                 REQUIRE_MESSAGE(outcome.error_type.empty(), outcome.message);
                 check_close(outcome.values, reference_mode(mode), mode_name(mode) + " after the faults");
@@ -139,7 +139,8 @@ TEST_CASE("a failed pipeline creation throws DeviceUnavailable and the next call
     CHECK(failures >= 4);
 }
 
-TEST_CASE("every failed allocation is a typed error or recovered, frees its memory and leaves the Vm usable") {
+TEST_CASE(
+    "every failed allocation is a typed error or recovered, frees its memory and leaves the Vm usable") {
     std::map<std::string, int> outcomes;  // how each fault ended, for the log
     for (const FaultResult result : {FaultResult::out_of_device_memory, FaultResult::out_of_host_memory}) {
         for (const Mode mode : all_modes) {
@@ -161,8 +162,9 @@ TEST_CASE("every failed allocation is a typed error or recovered, frees its memo
                     // Recovered (the runner retries a chunk's buffers with smaller chunks).
                     CHECK(outcome.values == expected);
                 } else {
-                    CHECK_MESSAGE((outcome.error_type == "DeviceUnavailable" || outcome.error_type == "OutOfMemory"),
-                                  outcome.error_type << ": " << outcome.message);
+                    CHECK_MESSAGE(
+                        (outcome.error_type == "DeviceUnavailable" || outcome.error_type == "OutOfMemory"),
+                        outcome.error_type << ": " << outcome.message);
                     CHECK(outcome.message.find("memory") != std::string::npos);
                     if (retry) {
                         REQUIRE_MESSAGE(retry->error_type.empty(), retry->message);
@@ -176,7 +178,8 @@ TEST_CASE("every failed allocation is a typed error or recovered, frees its memo
     for (const auto& [kind, count] : outcomes) MESSAGE("allocation faults ending " << kind << ": " << count);
 }
 
-TEST_CASE("an allocation failing with VK_ERROR_DEVICE_LOST gives DeviceLost or DeviceUnavailable, never a crash") {
+TEST_CASE(
+    "an allocation failing with VK_ERROR_DEVICE_LOST gives DeviceLost or DeviceUnavailable, never a crash") {
     const Mode mode = Mode::gradient;
     const std::uint64_t calls = count_calls(mode, FaultPoint::allocation);
     for (std::uint64_t n = 1; n <= calls; ++n) {
@@ -192,7 +195,8 @@ TEST_CASE("an allocation failing with VK_ERROR_DEVICE_LOST gives DeviceLost or D
     }
 }
 
-TEST_CASE("TAPEVM_GPU_FAULT's syntax: what it arms fails at the call it names, and a malformed value is an Error") {
+TEST_CASE(
+    "TAPEVM_GPU_FAULT's syntax: what it arms fails at the call it names, and a malformed value is an Error") {
     // Parsed by arm_faults_from (the variable itself is read once, when the first device is made).
     const std::uint64_t calls_before = gpu::detail::fault_point_calls(FaultPoint::allocation);
     const std::uint64_t fired_before = gpu::detail::faults_fired(FaultPoint::allocation);
@@ -207,7 +211,8 @@ TEST_CASE("TAPEVM_GPU_FAULT's syntax: what it arms fails at the call it names, a
     CHECK(gpu::detail::fault_point_calls(FaultPoint::allocation) - calls_before == 2);
     CHECK(gpu::detail::faults_fired(FaultPoint::allocation) == fired_before + 1);
     CHECK_MESSAGE(error.find("OutOfHostMemory") != std::string::npos, error);
-    for (const char* malformed : {"alloc", "alloc:0", "alloc:x", "alloc:-1", "disk:1", "alloc:1:maybe", "alloc:1,"}) {
+    for (const char* malformed :
+         {"alloc", "alloc:0", "alloc:x", "alloc:-1", "disk:1", "alloc:1:maybe", "alloc:1,"}) {
         CAPTURE(std::string(malformed));
         std::string message;
         try {
@@ -235,7 +240,8 @@ TEST_CASE("a failed submission loses the device: DeviceLost, the Vm refuses clea
         for (std::uint64_t n = 1; n <= calls; ++n) {
             CAPTURE(n);
             std::optional<Outcome> retry;
-            const Outcome outcome = attempt(mode, FaultPoint::submission, n, FaultResult::point_default, &retry);
+            const Outcome outcome =
+                attempt(mode, FaultPoint::submission, n, FaultResult::point_default, &retry);
             CHECK(outcome.fired);
             CHECK_MESSAGE(outcome.error_type == "DeviceLost", outcome.error_type << ": " << outcome.message);
             if (retry) CHECK_MESSAGE(retry->error_type == "DeviceLost", retry->message);  // refuses, no crash
@@ -287,7 +293,8 @@ CompiledRun compiled_forward(const Tape& tape) {
 // A folder under the system's temporary folder, removed at the end of the scope.
 struct TemporaryFolder {
     explicit TemporaryFolder(const std::string& name)
-        : path(std::filesystem::temp_directory_path() / (name + "-" + std::to_string(static_cast<long>(::getpid())))) {
+        : path(std::filesystem::temp_directory_path() /
+               (name + "-" + std::to_string(static_cast<long>(::getpid())))) {
         std::filesystem::remove_all(path);
         std::filesystem::create_directories(path);
     }
@@ -368,7 +375,8 @@ TEST_CASE("a cache folder that cannot be written (full disk, a file in the way) 
         const Tape tape = compiled_test_tape(1.75);
         const CompiledRun run = compiled_forward(tape);
         CHECK_MESSAGE(run.plan.compiled, run.plan.reason);
-        check_close(run.values, run_mode(reference::Vm(tape), Mode::forward), "forward without a cache folder");
+        check_close(run.values, run_mode(reference::Vm(tape), Mode::forward),
+                    "forward without a cache folder");
         CHECK(files_under(parent.path) == 1);
     }
 }

@@ -28,13 +28,15 @@ constexpr std::size_t rows = 6, inner = 5, columns = 7;
 
 std::vector<float> matrix(std::size_t count, float scale) {
     std::vector<float> values(count);
-    for (std::size_t i = 0; i < count; ++i) values[i] = scale * static_cast<float>(static_cast<int>(i % 11) - 5);
+    for (std::size_t i = 0; i < count; ++i)
+        values[i] = scale * static_cast<float>(static_cast<int>(i % 11) - 5);
     return values;
 }
 
 // C = A B + bias in double (exact here: small integers times 0.25 and 0.5).
 std::vector<float> expected_result() {
-    const auto a = matrix(rows * inner, 0.25f), b = matrix(inner * columns, 0.5f), bias = matrix(columns, 1.0f);
+    const auto a = matrix(rows * inner, 0.25f), b = matrix(inner * columns, 0.5f),
+               bias = matrix(columns, 1.0f);
     std::vector<float> c(rows * columns);
     for (std::size_t i = 0; i < rows; ++i)
         for (std::size_t j = 0; j < columns; ++j) {
@@ -120,7 +122,8 @@ TEST_CASE("nn gpu: every failed pipeline creation is a typed error, and a fresh 
         CAPTURE(n);
         const Outcome outcome = step(FaultPoint::pipeline, n);
         CHECK(outcome.fired);
-        CHECK_MESSAGE(outcome.error_type == "DeviceUnavailable", outcome.error_type << ": " << outcome.message);
+        CHECK_MESSAGE(outcome.error_type == "DeviceUnavailable",
+                      outcome.error_type << ": " << outcome.message);
         check_fresh_step();
     }
 }
@@ -140,8 +143,9 @@ TEST_CASE("nn gpu: every failed allocation is a typed error or recovered, and a 
             } else if (known_failure(outcome)) {
                 WARN_MESSAGE(false, "known failure, not a tapevm::Error: " << outcome.message);
             } else {
-                CHECK_MESSAGE((outcome.error_type == "OutOfMemory" || outcome.error_type == "DeviceUnavailable"),
-                              outcome.error_type << ": " << outcome.message);
+                CHECK_MESSAGE(
+                    (outcome.error_type == "OutOfMemory" || outcome.error_type == "DeviceUnavailable"),
+                    outcome.error_type << ": " << outcome.message);
             }
             check_fresh_step();
         }
