@@ -169,7 +169,7 @@ def csv_corpus():
 # ADBench BA files (bench/adbench_reader.hpp)
 
 def ba_corpus():
-    shutil.copy(ROOT / "tests" / "data" / "ba_test.txt", CORPUS / "ba" / "ba_test.txt")
+    shutil.copy(ROOT / "bench" / "data" / "adbench" / "test.txt", CORPUS / "ba" / "ba_test.txt")
     shutil.copy(ROOT / "bench" / "data" / "adbench" / "ba1_n49_m7776_p31843.txt", CORPUS / "ba" / "ba1.txt")
     write("ba", "small.txt", "2 3 7 0.1 0.2 0.3 4 5 6 2e2 -0.25 0.5 0.01 0.02 1.5 2.5 3.5 0.75 -12.5 33.25")
     write("ba", "one.txt", "1 1 1\n0 0 0 0 0 1 1 0 0 0 0\n0 0 1\n1\n0 0\n")

@@ -67,8 +67,8 @@ BaInstance read_instance(const std::string& path) {
 }  // namespace
 
 TEST_CASE("BA example: Jacobian matches ADBench's expected values (rho <= 1e-8)") {
-    const BaInstance instance = read_instance(std::string(TAPEVM_TEST_DATA) + "/ba_test.txt");
-    const std::string json = read_text(std::string(TAPEVM_TEST_DATA) + "/ba_expected_test_outputs.json");
+    const BaInstance instance = read_instance(std::string(TAPEVM_ADBENCH_DATA) + "/test.txt");
+    const std::string json = read_text(std::string(TAPEVM_ADBENCH_DATA) + "/ba_expected_test_outputs.json");
     const auto expected_jacobian = json_array(json, "jacobian_calculation_correctness:expected_J_values");
     const auto expected_reprojection =
         json_array(json, "objective_calculation_correctness:expected_reproj_err");
