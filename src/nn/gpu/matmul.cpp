@@ -9,7 +9,7 @@
 // Tuning (bench/nn_gpu.sh): TAPEVM_NN_MATMUL_TILE="BMxBNxBK[xSTAGES]" picks the tiled kernel's block
 // (default 128x128x16 for large C, 128x64x16 for tall C with N <= 512, 64x64x16 for small);
 // TAPEVM_NN_COOPMAT_TILE="BMxBNxBKxWARPS_M[xWARPS_N]" the tensor-core kernel's (default
-// 128x128x32x2x4, 8 subgroups; WARPS_N left out: 4 / WARPS_M),
+// 128x128x64x2x4, 8 subgroups; WARPS_N left out: 4 / WARPS_M),
 // TAPEVM_NN_COOPMAT_STAGES its shared-memory stages (1 or 2).
 #include <algorithm>
 #include <array>
@@ -171,10 +171,11 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
         nn = 8;
     }
     const Geometry g = geometry(a, b, c, options);
-    // 8 subgroups of 64 x 32 each: on the H100 the fastest or within 5% of it on 11 of the 12 GPT
-    // shapes (bench/nn_tune.sh, 2026-11-26; 128x64, 64x64, 256x128, 128x256, BK 64 and two
-    // shared-memory stages lost).
-    std::uint32_t bm = 128, bn = 128, bk = 32, warps_m = 2, warps_n = 4;
+    // 8 subgroups of 64 x 32 each, K 64 at a time: on the H100 the fastest on 10 of the 12 GPT
+    // shapes and 160 TFLOP/s at 4096^3 against 143 with K 32 (bench/nn_tune.sh, 2026-11-26;
+    // 128x64, 64x64, 64x128, 256x128, 128x256, 4 x 2 subgroups and two shared-memory stages lost).
+    std::uint32_t bm = 128, bn = 128, bk = 64, warps_m = 2, warps_n = 4;
+    if (max_shared_memory() < 45 * 1024) bk = 32;  // the K-64 tiles take 44 KiB of shared memory
     if (const auto tile = env_tile("TAPEVM_NN_COOPMAT_TILE"); tile[0] != 0) {
         bm = tile[0];
         bn = tile[1];

@@ -59,6 +59,7 @@ struct ParamPush {
 };
 struct EmbeddingPush {
     std::uint32_t tokens, vocab, dim;
+    std::uint32_t span = 0;  // embedding_backward: tokens per span of pass 1 (a multiple of 256)
 };
 struct CrossEntropyPush {
     std::uint32_t rows, n, team, flags;
@@ -66,7 +67,7 @@ struct CrossEntropyPush {
     float dloss;
 };
 static_assert(sizeof(RowPush) == 12 && sizeof(NormPush) == 20 && sizeof(NormBackwardPush) == 16 &&
-              sizeof(ParamPush) == 20 && sizeof(EmbeddingPush) == 12 && sizeof(CrossEntropyPush) == 24);
+              sizeof(ParamPush) == 20 && sizeof(EmbeddingPush) == 16 && sizeof(CrossEntropyPush) == 24);
 
 // Flag bits shared with shaders/norm*.comp and cross_entropy.comp.
 constexpr std::uint32_t norm_has_beta = 1, norm_rms = 2, ce_write_grad = 1;
@@ -188,19 +189,26 @@ void gpu_embedding_backward(GpuBackend& gpu, const Tensor& ids, const Tensor& do
     const std::size_t dim = dtable.dim(1);
     if (tokens == 0 || dim == 0 || vocab == 0) return;
     const char* kernel = "embedding_backward";
-    const EmbeddingPush push{to_u32(tokens, kernel), to_u32(vocab, kernel), to_u32(dim, kernel)};
-    to_u32(vocab * dim, kernel);
-    to_u32(tokens * dim, kernel);
-    // Tokens sorted stably by id: counts, offsets (exclusive scan), each token's rank among
-    // the tokens of its id, then order[offsets[id] + rank] = token.
+    // Tokens sorted stably by id: each token's rank among the tokens of its id in its span (up
+    // to 64 spans, one workgroup each), the spans' counts combined in order, offsets (exclusive
+    // scan), then order[offsets[id] + the id's count in the spans before + rank] = token.
+    const std::size_t chunks = (tokens + 255) / 256;
+    std::size_t spans = std::min<std::size_t>(64, chunks);
+    const std::size_t span = (chunks + spans - 1) / spans * 256;
+    spans = (tokens + span - 1) / span;
+    to_u32(spans * vocab, kernel);
+    const EmbeddingPush push{to_u32(tokens, kernel), to_u32(vocab, kernel), to_u32(dim, kernel), to_u32(span, kernel)};
+    const Tensor span_counts = gpu.scratch({spans, vocab}, DType::i32);
     const Tensor counts = gpu.scratch({vocab}, DType::i32);
     const Tensor offsets = gpu.scratch({vocab + 1}, DType::i32);
     const Tensor rank = gpu.scratch({tokens}, DType::i32);
     const Tensor order = gpu.scratch({tokens}, DType::i32);
-    gpu.zero(counts);
-    gpu.dispatch(gpu.pipeline("embedding_backward_rank"), {ids, counts, rank}, push, {1, 1, 1});
+    gpu.zero(span_counts);
+    gpu.dispatch(gpu.pipeline("embedding_backward_rank"), {ids, span_counts, rank}, push, {to_u32(spans, kernel), 1, 1});
+    gpu.dispatch(gpu.pipeline("embedding_backward_combine"), {span_counts, counts}, push,
+                 {GpuBackend::groups_for(vocab, 256), 1, 1});
     gpu.dispatch(gpu.pipeline("embedding_backward_scan"), {counts, offsets}, push, {1, 1, 1});
-    gpu.dispatch(gpu.pipeline("embedding_backward_scatter"), {ids, offsets, rank, order}, push,
+    gpu.dispatch(gpu.pipeline("embedding_backward_scatter"), {ids, offsets, rank, order, span_counts}, push,
                  {GpuBackend::groups_for(tokens, 256), 1, 1});
     gpu.dispatch(gpu.pipeline(variant("embedding_backward_accumulate", dtable)),
                  {offsets, order, dout, dtable}, push, {GpuBackend::groups_for(vocab * dim, 256), 1, 1});

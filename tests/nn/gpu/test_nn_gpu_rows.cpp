@@ -274,6 +274,21 @@ TEST_CASE("embedding and embedding_backward match the reference; backward sums i
     CHECK(dtable.to_float() == expected);
 }
 
+TEST_CASE("embedding_backward over many spans (20,000 tokens: 40 spans of 512) still sums in token order") {
+    const std::size_t tokens = 20000, vocab = 7, dim = 3;
+    std::vector<std::int32_t> ids(tokens);
+    for (std::size_t t = 0; t < tokens; ++t) ids[t] = static_cast<std::int32_t>((t * 2654435761u >> 7) % vocab);
+    const std::vector<double> dout = random_values(tokens * dim, -1, 1, DType::f32, 6);
+    std::vector<float> expected(vocab * dim, 0.0f);
+    for (std::size_t t = 0; t < tokens; ++t)
+        for (std::size_t c = 0; c < dim; ++c)
+            expected[static_cast<std::size_t>(ids[t]) * dim + c] += static_cast<float>(dout[t * dim + c]);
+    const Tensor dtable = gpu().zeros({vocab, dim}, DType::f32);
+    embedding_backward(gpu().upload({tokens}, std::span<const std::int32_t>(ids)),
+                       gpu().upload({tokens, dim}, std::span<const double>(dout), DType::f32), dtable);
+    CHECK(dtable.to_float() == expected);
+}
+
 TEST_CASE("embedding ids out of range: an error naming the kernel, zero rows, nothing read outside") {
     const std::size_t vocab = 5, dim = 3;
     const std::vector<double> table = random_values(vocab * dim, 1, 2, DType::f32, 5);

@@ -1,5 +1,5 @@
 #version 450
-// embedding_backward, pass 4 of 4: dtable[v][c] += dout[t][c] for the tokens t of id v, added
+// embedding_backward, pass 5 of 5: dtable[v][c] += dout[t][c] for the tokens t of id v, added
 // one by one in token order (order[offsets[v] .. offsets[v + 1])), f32, rounded once.
 #extension GL_GOOGLE_include_directive : require
 #include "nn_common.glsl"

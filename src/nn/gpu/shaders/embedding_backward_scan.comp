@@ -1,5 +1,5 @@
 #version 450
-// embedding_backward, pass 2 of 4 (ONE workgroup): offsets[v] = sum of counts[0 .. v)
+// embedding_backward, pass 3 of 5 (ONE workgroup): offsets[v] = sum of counts[0 .. v)
 // (offsets has vocab + 1 entries; offsets[vocab] = the number of valid tokens).
 #extension GL_GOOGLE_include_directive : require
 #include "nn_common.glsl"
