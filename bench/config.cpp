@@ -60,8 +60,6 @@ std::string_view mode_name(Mode mode) {
     return "?";
 }
 
-std::string_view precision_name(Precision precision) { return precision == Precision::f32 ? "f32" : "f64"; }
-
 Config parse_config(const ConfigText& text) {
     Config config;
     for (const std::string_view name : split("--workload", text.workload)) {

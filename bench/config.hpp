@@ -7,14 +7,17 @@
 #include <string_view>
 #include <vector>
 
+#include "detail/precision.hpp"
+
 namespace tapevm::bench {
 
 /// What a record evaluates. Native baselines always evaluate the primal (forward).
 enum class Mode { forward, gradient, jacobian };
-enum class Precision { f32, f64 };
+// The one precision enum of the programs (src/tape/detail/precision.hpp).
+using Precision = tapevm::detail::Precision;
+using tapevm::detail::precision_name;
 
 std::string_view mode_name(Mode mode);
-std::string_view precision_name(Precision precision);
 
 struct Config {
     /// Workload names (workloads.hpp); "all" is expanded by parse_config.

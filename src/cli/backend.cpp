@@ -18,8 +18,7 @@ Backend parse_backend(std::string_view name) {
 }
 
 Precision parse_precision(std::string_view name) {
-    if (name == "f64") return Precision::f64;
-    if (name == "f32") return Precision::f32;
+    if (const auto precision = detail::find_precision(name)) return *precision;
     throw UsageError("unknown precision '" + std::string(name) + "' (known: f64, f32)");
 }
 

@@ -11,13 +11,14 @@
 #include <string>
 #include <string_view>
 
+#include "detail/precision.hpp"
 #include "tapevm/evaluator.hpp"
 #include "tapevm/tape.hpp"
 
 namespace tapevm::cli {
 
 enum class Backend { reference, cpu, gpu, compiled };
-enum class Precision { f64, f32 };
+using Precision = tapevm::detail::Precision;  // the one enum of the programs (detail/precision.hpp)
 
 /// Settings a backend may take from the command line.
 struct BackendOptions {

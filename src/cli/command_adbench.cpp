@@ -65,8 +65,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         run_options.backend = std::string(*backend);
     }
     if (const auto precision = arguments.value("--precision")) {
-        run_options.precision =
-            parse_precision(*precision) == Precision::f64 ? bench::Precision::f64 : bench::Precision::f32;
+        run_options.precision = parse_precision(*precision);
     }
     if (const auto threads = arguments.value("--threads")) {
         run_options.threads = static_cast<unsigned>(parse_count("--threads", *threads, 0, 1024));
