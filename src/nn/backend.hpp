@@ -79,6 +79,9 @@ public:
     virtual void fill(const Tensor& x, double value);
     virtual void copy(const Tensor& src, const Tensor& dst);
     virtual void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options);
+    /// True when matmul() adds options.bias (of C's dtype) itself; kernels.cpp passes a bias only
+    /// then and calls bias_add() after the product otherwise.
+    virtual bool matmul_adds_bias() const { return false; }
     virtual void bias_add(const Tensor& x, const Tensor& bias);
     /// y = x * keep / (1 - p) with DropoutMask (dropout_mask.hpp); y may be x.
     virtual void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream);

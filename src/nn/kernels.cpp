@@ -226,16 +226,32 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& c, MatmulOptions opt
                          options.transpose_a ? " ([K, M]: transpose_a)" : " ([M, K])");
     check_matmul_operand(call, "b", b, c, options.transpose_b ? Shape{n, k} : Shape{k, n},
                          options.transpose_b ? " ([N, K]: transpose_b)" : " ([K, N])");
+    const Tensor bias = options.bias;
+    if (bias.defined()) {
+        call.tensor("bias", bias);
+        call.any_float("bias", bias);
+        if (bias.dtype() != c.dtype())
+            call.fail("bias", "dtype " + std::string(dtype_name(bias.dtype())) + " differs from c's " +
+                                  std::string(dtype_name(c.dtype())));
+        call.shape("bias", bias, {n});
+        call.distinct("c", c, "bias", bias);
+    }
     if (c.size() == 0) return;
+    // The backend adds the bias itself where it says so; else bias_add after the product.
+    const bool fused = bias.defined() && call.backend().matmul_adds_bias();
+    if (bias.defined() && !fused) options.bias = Tensor();
     if (k == 0 || options.alpha == 0) {
         // C = beta C: nothing to multiply.
-        if (options.beta == 1) return;
         if (options.beta == 0) {
             call.backend().zero(c);
-            return;
+        } else if (options.beta != 1) {
+            call.backend().matmul(a, b, c, options);
         }
+        if (bias.defined()) call.backend().bias_add(c, bias);
+        return;
     }
     call.backend().matmul(a, b, c, options);
+    if (bias.defined() && !fused) call.backend().bias_add(c, bias);
 }
 
 // ---- elementwise and reductions -----------------------------------------------------------

@@ -79,23 +79,12 @@ Outcome step(FaultPoint point, std::uint64_t n, FaultResult result = FaultResult
         outcome.error_type = "DeviceUnavailable", outcome.message = error.what();
     } catch (const Error& error) {
         outcome.error_type = "Error", outcome.message = error.what();
-    } catch (const std::exception& error) {  // not a tapevm::Error: a bug (see known_untyped)
+    } catch (const std::exception& error) {  // not a tapevm::Error: a bug
         outcome.error_type = "untyped", outcome.message = error.what();
     }
     gpu::detail::disarm_faults();
     outcome.fired = gpu::detail::faults_fired(point) != fired_before;
     return outcome;
-}
-
-// Known failure (reported to the nn layer's owner): an allocation failing while
-// nn::Device::gpu() makes its stream (src/nn/gpu/stream.cpp, the stream's dummy and error
-// buffers) escapes as vm_gpu's internal OutOfDeviceMemory, a std::runtime_error that is not a
-// tapevm::Error. Reported as a warning; TAPEVM_FAULTS_NO_KNOWN=1 makes it fail (to check a fix).
-bool known_failure(const Outcome& outcome) {
-    const char* strict = std::getenv("TAPEVM_FAULTS_NO_KNOWN");
-    if (strict != nullptr && std::string(strict) == "1") return false;
-    return outcome.error_type == "untyped" && outcome.in_device_creation &&
-           outcome.message.rfind("gpu: cannot allocate", 0) == 0;
 }
 
 std::uint64_t count_calls(FaultPoint point) {
@@ -140,9 +129,7 @@ TEST_CASE("nn gpu: every failed allocation is a typed error or recovered, and a 
             CHECK(outcome.fired);
             if (outcome.error_type.empty()) {
                 CHECK(outcome.values == expected_result());  // recovered (the pool retries)
-            } else if (known_failure(outcome)) {
-                WARN_MESSAGE(false, "known failure, not a tapevm::Error: " << outcome.message);
-            } else {
+            } else {  // (the stream's own buffers gave an untyped error until 2026-11-26)
                 CHECK_MESSAGE(
                     (outcome.error_type == "OutOfMemory" || outcome.error_type == "DeviceUnavailable"),
                     outcome.error_type << ": " << outcome.message);

@@ -95,6 +95,7 @@ public:
     void fill(const Tensor& x, double value) override;
     void copy(const Tensor& src, const Tensor& dst) override;
     void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) override;
+    bool matmul_adds_bias() const override { return true; }
     void bias_add(const Tensor& x, const Tensor& bias) override;
     void add_assign(const Tensor& dst, const Tensor& src, double alpha) override;
     void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) override;

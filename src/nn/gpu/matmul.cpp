@@ -33,8 +33,9 @@ struct MatmulPush {
     float alpha, beta;
     std::uint32_t vec_a, vec_b;
     std::uint32_t k_split;  // 0: no split-K
+    std::uint32_t bias;     // 1: C += bias (binding 3)
 };
-static_assert(sizeof(MatmulPush) == 48);
+static_assert(sizeof(MatmulPush) == 52);
 
 /// Up to five unsigned numbers separated by 'x' from environment variable `name`.
 std::array<std::uint32_t, 5> env_tile(const char* name) {
@@ -77,7 +78,8 @@ std::size_t split_slices(const Geometry& g, std::size_t blocks) {
 /// slices' f32 partials into scratch through `shader_prefix` + "f32", then matmul_split_sum).
 void record_matmul(GpuBackend& gpu, const std::string& shader_prefix, std::span<const std::uint32_t> constants,
                    MatmulPush push, const Geometry& g, std::uint32_t bm, std::uint32_t bn, std::uint32_t bk,
-                   const Tensor& a, const Tensor& b, const Tensor& c) {
+                   const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& bias) {
+    push.bias = bias.defined() ? 1u : 0u;
     const std::size_t blocks = ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn);
     std::size_t slices = g.k == 0 ? 1 : std::min(split_slices(g, blocks), g.k);
     std::size_t k_split = 0;
@@ -88,7 +90,7 @@ void record_matmul(GpuBackend& gpu, const std::string& shader_prefix, std::span<
     const std::size_t partial_elements = slices * g.m * g.n;
     if (slices <= 1 || partial_elements >= (std::size_t{1} << 32) ||
         partial_elements * sizeof(float) > gpu.max_binding_bytes()) {
-        gpu.dispatch(gpu.pipeline(shader_prefix + shader_suffix(c.dtype()), constants), {a, b, c}, push,
+        gpu.dispatch(gpu.pipeline(shader_prefix + shader_suffix(c.dtype()), constants), {a, b, c, bias}, push,
                      {u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm), u32(std::min<std::size_t>(g.batch, 65535))});
         return;
     }
@@ -100,13 +102,15 @@ void record_matmul(GpuBackend& gpu, const std::string& shader_prefix, std::span<
     slice_push.alpha = 1;
     slice_push.beta = 0;
     slice_push.k_split = u32(k_split);
-    gpu.dispatch(gpu.pipeline(shader_prefix + "f32", constants), {a, b, partials}, slice_push,
+    slice_push.bias = 0;  // added once, by matmul_split_sum
+    gpu.dispatch(gpu.pipeline(shader_prefix + "f32", constants), {a, b, partials, Tensor()}, slice_push,
                  {u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm), u32(slices)});
     const struct {
         std::uint32_t mn, slices;
         float alpha, beta;
-    } sum_push{u32(g.m * g.n), u32(slices), push.alpha, push.beta};
-    gpu.dispatch(gpu.pipeline(std::string("matmul_split_sum_") + shader_suffix(c.dtype())), {partials, c}, sum_push,
+        std::uint32_t n, bias;
+    } sum_push{u32(g.m * g.n), u32(slices), push.alpha, push.beta, u32(g.n), push.bias};
+    gpu.dispatch(gpu.pipeline(std::string("matmul_split_sum_") + shader_suffix(c.dtype())), {partials, c, bias}, sum_push,
                  {GpuBackend::groups_for(g.m * g.n, 256, 4096), 1, 1});
 }
 
@@ -155,13 +159,13 @@ void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
                     u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
                     static_cast<float>(options.beta),
                     f32 && lda % 4 == 0 && g.stride_a % 4 == 0 ? 1u : 0u,
-                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u, 0};
+                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u, 0, 0};
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535)
         throw Unsupported("matmul: " + c.describe() + " is too large");
     const std::string prefix = std::string("matmul_") + shader_suffix(a.dtype()) + "_";
     const std::array<std::uint32_t, 7> constants{bm, bn, bk, options.transpose_a ? 1u : 0u,
                                                  options.transpose_b ? 1u : 0u, threads, stages};
-    record_matmul(*this, prefix, constants, push, g, bm, bn, bk, a, b, c);
+    record_matmul(*this, prefix, constants, push, g, bm, bn, bk, a, b, c, options.bias);
 }
 
 bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
@@ -208,7 +212,7 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
                     u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
                     static_cast<float>(options.beta),
                     lda % 8 == 0 && g.stride_a % 8 == 0 ? 1u : 0u,
-                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u, 0};
+                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u, 0, 0};
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535) return false;
     const std::array<std::uint32_t, 11> constants{bm, bn, bk, options.transpose_a ? 1u : 0u, options.transpose_b ? 1u : 0u,
                                                   warps_m, mm, nn, kk, threads, stages};
@@ -223,7 +227,7 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
         cooperative_matrix_ = false;
         return false;
     }
-    record_matmul(*this, "matmul_coopmat_f16_", constants, push, g, bm, bn, bk, a, b, c);
+    record_matmul(*this, "matmul_coopmat_f16_", constants, push, g, bm, bn, bk, a, b, c, options.bias);
     return true;
 }
 

@@ -73,9 +73,15 @@ Stream::Stream(gpu::detail::Device& device, const vk::raii::DescriptorSetLayout&
     } catch (...) {
         gpu::detail::rethrow_setup_error("nn gpu stream: cannot create a command pool");
     }
-    dummy_ = std::make_shared<GpuBuffer>();
-    dummy_->buffer = gpu::detail::DeviceBuffer(device, 16, gpu::detail::MemoryKind::device);
-    errors_ = gpu::detail::DeviceBuffer(device, 32, gpu::detail::MemoryKind::download);
+    // The placeholder binding and the kernels' error words: out of memory here is tapevm's
+    // OutOfMemory (a typed error), not vm_gpu's internal OutOfDeviceMemory.
+    try {
+        dummy_ = std::make_shared<GpuBuffer>();
+        dummy_->buffer = gpu::detail::DeviceBuffer(device, 16, gpu::detail::MemoryKind::device);
+        errors_ = gpu::detail::DeviceBuffer(device, 32, gpu::detail::MemoryKind::download);
+    } catch (const gpu::detail::OutOfDeviceMemory& error) {
+        throw OutOfMemory(std::string("nn gpu stream: cannot allocate its 48 bytes of buffers: ") + error.what());
+    }
     std::memset(errors_.mapped(), 0, 32);
 }
 

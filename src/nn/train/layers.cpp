@@ -74,8 +74,7 @@ Tensor Linear::forward(const Tensor& x) {
     x_ = as_rows("Linear", x, in_);
     const Tensor& w = weight_->weight();
     Tensor y = w.device().empty({x_.dim(0), out_}, w.dtype());
-    matmul(x_, w, y, {.transpose_b = true});
-    if (has_bias_) bias_add(y, bias_.weight());
+    matmul(x_, w, y, {.transpose_b = true, .bias = has_bias_ ? bias_.weight() : Tensor()});
     return y.reshape(with_last(x.shape(), out_));
 }
 

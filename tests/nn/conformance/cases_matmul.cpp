@@ -2,7 +2,9 @@
 // or one of them 2-D and shared by every batch; C in the inputs' dtype or in f32; sizes that
 // are not multiples of any tile; empty products (M, N or K = 0). The bound per element is
 // c * (K + 2) * u_f32 * (|alpha| (|A||B|)_ij + |beta| |C_ij|), plus C's rounding when C is f16
-// or bf16; f16/bf16 inputs are compared with the f64 product of the same rounded inputs.
+// or bf16; f16/bf16 inputs are compared with the f64 product of the same rounded inputs. Cases
+// with a bias (options.bias, C's dtype: the gpu adds it in the matmul's epilogue, the others
+// after, rounding C twice) add |bias_j| and one more rounding of C to the bound.
 #include <cmath>
 #include <string>
 
@@ -32,8 +34,8 @@ std::string label(const MatmulShape& s) {
     return text;
 }
 
-Case matmul_case(MatmulShape s) {
-    Case test_case{KernelId::matmul, label(s), [s](Context& c) {
+Case matmul_case(MatmulShape s, bool with_bias = false) {
+    Case test_case{KernelId::matmul, label(s) + (with_bias ? " bias" : ""), [s, with_bias](Context& c) {
                        const bool batched = s.batching != Batching::none;
                        const bool batch_a = s.batching == Batching::both || s.batching == Batching::shared_b;
                        const bool batch_b = s.batching == Batching::both || s.batching == Batching::shared_a;
@@ -50,8 +52,10 @@ Case matmul_case(MatmulShape s) {
                        const auto b = c.random(bb * s.k * s.n);
                        const auto c0 = c.random(bc * s.m * s.n, -1, 1, c_dtype);
                        const Tensor ct = c.upload(c_shape, c0, c_dtype);
+                       const auto bias = c.random(with_bias ? s.n : 0, -1, 1, c_dtype);
                        matmul(c.upload(a_shape, a), c.upload(b_shape, b), ct,
-                              MatmulOptions{s.ta, s.tb, s.alpha, s.beta});
+                              MatmulOptions{s.ta, s.tb, s.alpha, s.beta,
+                                            with_bias ? c.upload({s.n}, bias, c_dtype) : Tensor()});
                        Output out = c.output("C", ct);
                        if (c.is_reference()) {
                            out.scale.resize(c0.size());
@@ -67,11 +71,14 @@ Case matmul_case(MatmulShape s) {
                                            sum += std::fabs(av * bv);
                                        }
                                        const std::size_t at = (p * s.m + i) * s.n + j;
-                                       out.scale[at] = std::fabs(s.alpha) * sum + std::fabs(s.beta * c0[at]);
+                                       out.scale[at] = std::fabs(s.alpha) * sum + std::fabs(s.beta * c0[at]) +
+                                                       (with_bias ? std::fabs(bias[j]) : 0.0);
                                    }
                            }
                        }
                        out.depth = static_cast<double>(s.k + 2);
+                       // With a bias, devices that add it after the product round C twice.
+                       if (with_bias) out.store_roundings = 2;
                        return std::vector<Output>{out};
                    }};
     return test_case;
@@ -102,6 +109,16 @@ void add_matmul_cases(std::vector<Case>& cases, bool sweep) {
     cases.push_back(matmul_case({3, 7, 16, 5, false, true, 1, 0, Batching::shared_both, false}));
     cases.push_back(matmul_case({2, 129, 130, 200, false, true, 1, 0, Batching::both, false}));  // the big tiles
     cases.push_back(matmul_case({1, 4097, 130, 12, false, false, 1, 0, Batching::none, true}));  // tall: 128x64 tiles
+    // A bias ([N], C's dtype) added to every row: a Linear layer (NT), with beta, batched, split-K
+    // (small C, long K), K = 0, whole tensor-core tiles (the gpu's direct stores), tall C.
+    cases.push_back(matmul_case({1, 65, 33, 129, false, true, 1, 0, Batching::none, false}, true));
+    cases.push_back(matmul_case({1, 65, 33, 129, false, false, 0.5, 1, Batching::none, false}, true));
+    cases.push_back(matmul_case({3, 16, 7, 63, false, true, 1, 0, Batching::both, false}, true));
+    cases.push_back(matmul_case({1, 9, 10, 3000, true, false, 1, 0, Batching::none, false}, true));
+    cases.push_back(matmul_case({1, 7, 16, 0, false, false, 1, 1, Batching::none, false}, true));
+    cases.push_back(matmul_case({1, 256, 128, 64, false, true, 1, 0, Batching::none, false}, true));
+    cases.push_back(matmul_case({1, 256, 128, 64, false, true, 1, 1, Batching::none, true}, true));
+    cases.push_back(matmul_case({1, 4097, 136, 24, false, true, 1, 0, Batching::none, false}, true));
     if (!sweep) return;
     const std::size_t sizes[] = {1, 7, 16, 63, 64, 65, 127, 129, 384, 385, 1000};
     for (const bool ta : {false, true}) {

@@ -1,7 +1,7 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-// matmul: C[z] = alpha op(A[z]) op(B[z]) + beta C[z] in f32 (true f32: every product and sum in
+// matmul: C[z] = alpha op(A[z]) op(B[z]) + beta C[z] (+ bias in every row) in f32 (true f32: every product and sum in
 // f32; f16/bf16 storage converted on load, C rounded on store). A, B of NN_DTYPE, C of
 // NN_OUT_DTYPE.
 //
@@ -34,6 +34,7 @@ layout(constant_id = 6) const uint STAGES = 2;  // 1: one stage of shared memory
 layout(set = 0, binding = 0, std430) readonly buffer A { NN_T a[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B { NN_T b[]; };
 layout(set = 0, binding = 2, std430) buffer C { NN_OUT_T c[]; };
+layout(set = 0, binding = 3, std430) readonly buffer Bias { NN_OUT_T bias[]; };  // [N], when pc.bias != 0
 #if NN_DTYPE == 0
 layout(set = 0, binding = 0, std430) readonly buffer A4 { vec4 a4[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B4 { vec4 b4[]; };
@@ -45,6 +46,7 @@ layout(push_constant) uniform Push {
     float alpha, beta;
     uint vec_a, vec_b;  // 1: 4-wide loads are aligned (leading dimension and stride multiples of 4)
     uint k_split;       // split-K (matmul.cpp): workgroup z sums k in [z k_split, (z+1) k_split); 0: none
+    uint bias;          // 1: C += bias[col] (binding 3) after alpha and beta
 } pc;
 
 const uint QA = BM * BK / (4 * THREADS);  // quads of A each thread loads per tile
@@ -82,12 +84,14 @@ vec4 load_b_quad(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
     return v;
 }
 
-// C[c_base + row * N + col] = alpha v + beta C (beta 0: C not read), inside M x N only.
+// C[c_base + row * N + col] = alpha v + beta C (beta 0: C not read) + bias[col] (pc.bias), inside
+// M x N only.
 void store_one(uint c_base, uint row, uint col, float v) {
     if (col >= pc.N) return;
     const uint at = c_base + row * pc.N + col;
     float value = pc.alpha * v;
     if (pc.beta != 0.0) value += pc.beta * NN_OUT_LOAD(c[at]);
+    if (pc.bias != 0u) value += NN_OUT_LOAD(bias[col]);
     c[at] = NN_OUT_STORE(value);
 }
 

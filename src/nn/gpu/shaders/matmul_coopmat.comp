@@ -47,6 +47,7 @@ const uint ROWS_A = TRANS_A ? BK : BM, ROWS_B = TRANS_B ? BN : BK;
 layout(set = 0, binding = 0, std430) readonly buffer A { uint16_t a[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B { uint16_t b[]; };
 layout(set = 0, binding = 2, std430) buffer C { NN_OUT_T c[]; };
+layout(set = 0, binding = 3, std430) readonly buffer Bias { NN_OUT_T bias[]; };  // [N], when pc.bias != 0
 layout(set = 0, binding = 0, std430) readonly buffer A8 { uvec4 a8[]; };
 layout(set = 0, binding = 1, std430) readonly buffer B8 { uvec4 b8[]; };
 #if NN_OUT_DTYPE == 1
@@ -59,6 +60,7 @@ layout(push_constant) uniform Push {
     float alpha, beta;
     uint vec_a, vec_b;  // 1: 8-wide loads are aligned (leading dimension and stride multiples of 8)
     uint k_split;       // split-K (matmul.cpp): workgroup z sums k in [z k_split, (z+1) k_split); 0: none
+    uint bias;          // 1: C += bias[col] (binding 3) after alpha and beta
 } pc;
 
 // Tiles in their stored layout: A [BM][BK] (TRANS_A: [BK][BM]), B [BK][BN] (TRANS_B: [BN][BK]),
@@ -114,8 +116,15 @@ uvec4 load8_b(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
             NN_STORE_SHARED(acc, row0, col0)                                                    \
         }                                                                                       \
     }
+// r[i] += bias[column of element i] (cols_of: each element's column within the tile, learnt
+// once from a matrix of column numbers: every matrix of one type lays its elements out alike).
+#define NN_ADD_BIAS(r)                                                                          \
+        if (pc.bias != 0u) {                                                                    \
+            [[unroll]] for (int i = 0; i < r.length(); ++i)                                     \
+                r[i] += NN_OUT_LOAD(bias[col0 + uint(cols_of[i])]);                             \
+        }
 #if NN_OUT_DTYPE == 0
-// C = alpha acc + beta C in f32, in registers.
+// C = alpha acc + beta C (+ bias) in f32, in registers.
 #define NN_STORE_DIRECT(acc, at)                                                                \
     {                                                                                           \
         NN_ACC r = acc * pc.alpha;                                                              \
@@ -124,6 +133,7 @@ uvec4 load8_b(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
             coopMatLoadNV(old, c, at, N, false);                                                \
             r += old * pc.beta;                                                                 \
         }                                                                                       \
+        NN_ADD_BIAS(r)                                                                          \
         coopMatStoreNV(r, c, at, N, false);                                                     \
     }
 #elif NN_OUT_DTYPE == 1
@@ -136,6 +146,7 @@ uvec4 load8_b(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
             coopMatLoadNV(old, c16, at, N, false);                                              \
             r += NN_ACC(old) * pc.beta;                                                         \
         }                                                                                       \
+        NN_ADD_BIAS(r)                                                                          \
         coopMatStoreNV(fcoopmatNV<16, gl_ScopeSubgroup, MM, NN>(r), c16, at, N, false);         \
     }
 #else
@@ -152,6 +163,7 @@ uvec4 load8_b(uint base, uint row, uint col, uint rows, uint cols, uint ld) {
                 const uint at = c_base + row * N + col;                                         \
                 float value = pc.alpha * Cs[warp][e];                                           \
                 if (pc.beta != 0.0) value += pc.beta * NN_OUT_LOAD(c[at]);                      \
+                if (pc.bias != 0u) value += NN_OUT_LOAD(bias[col]);                             \
                 c[at] = NN_OUT_STORE(value);                                                    \
             }                                                                                   \
         }                                                                                       \
@@ -167,6 +179,16 @@ void main() {
     const uint M = pc.M, N = pc.N, K = pc.K;
     // Direct stores (NN_STORE_ACC) need 16-byte aligned rows and batch strides.
     const bool direct = NN_OUT_DTYPE <= 1 && N % 8 == 0 && pc.stride_c % 8 == 0;
+    // Each accumulator element's column (NN_ADD_BIAS), through this subgroup's shared tile.
+    NN_ACC cols_of = NN_ACC(0.0);
+    if (direct && pc.bias != 0u) {
+        for (uint e = lane; e < MM * NN; e += 32) Cs[warp][e] = float(e % NN);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+        coopMatLoadNV(cols_of, Cs[warp], 0, NN, false);
+        subgroupMemoryBarrierShared();
+        subgroupBarrier();
+    }
 
     for (uint z = gl_WorkGroupID.z; z < pc.batch; z += gl_NumWorkGroups.z) {
         const uint a_base = z * pc.stride_a, b_base = z * pc.stride_b, c_base = z * pc.stride_c;

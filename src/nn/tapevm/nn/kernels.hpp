@@ -46,13 +46,16 @@ struct MatmulOptions {
     bool transpose_b = false;  // B is stored [N][K] and used transposed
     double alpha = 1;
     double beta = 0;  // C = alpha op(A) op(B) + beta C; beta = 1 accumulates gradients
+    Tensor bias = Tensor();  // optional [N] of C's dtype, added to every row of C (a Linear layer's bias)
 };
 
-/// C = alpha op(A) op(B) + beta C. A is [M][K] (transpose_a: [K][M]), B is [K][N]
-/// (transpose_b: [N][K]), C is [M][N]; with a leading batch axis on C ([batch][M][N]), each of
-/// A and B is either batched too or 2-D and shared by every batch (stride 0). A and B share a
-/// float dtype; C is any float dtype (f16 inputs accumulate in f32, on tensor cores where the
-/// device has them). C must not share memory with A or B.
+/// C = alpha op(A) op(B) + beta C (+ bias[n] in every row). A is [M][K] (transpose_a: [K][M]),
+/// B is [K][N] (transpose_b: [N][K]), C is [M][N]; with a leading batch axis on C
+/// ([batch][M][N]), each of A and B is either batched too or 2-D and shared by every batch
+/// (stride 0). A and B share a float dtype; C is any float dtype (f16 inputs accumulate in f32,
+/// on tensor cores where the device has them). C must not share memory with A, B or bias. The
+/// gpu device adds the bias in the matmul's own epilogue (C rounded once); the others add it
+/// as bias_add(C, bias) after the product.
 void matmul(const Tensor& a, const Tensor& b, const Tensor& c, MatmulOptions options = {});
 
 // ---- elementwise and reductions -----------------------------------------------------------
