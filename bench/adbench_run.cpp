@@ -18,20 +18,16 @@
 #include "median.hpp"
 #include "runner.hpp"
 #include "tapevm/error.hpp"
+#include "timing.hpp"
 
 namespace tapevm::bench::adbench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using support::median;
 
 template <class F> Timing timed(unsigned repeats, Progress& progress, F&& f) {
     Timing timing;
-    for (unsigned r = 0; r < repeats; ++r) {
-        const auto start = Clock::now();
-        f();
-        timing.runs.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-        progress.step();
-    }
+    timing.runs = support::timed_runs(repeats, f, [&] { progress.step(); });
     timing.median = median(timing.runs);
     return timing;
 }
@@ -42,12 +38,7 @@ template <class F> Timing timed(unsigned repeats, Progress& progress, F&& f) {
 // and changed code alike; not page faults), which a single warm-up run did not cover.
 constexpr double warm_up_seconds = 0.2;
 
-template <class F> void warm_up(F&& f) {
-    const auto start = Clock::now();
-    do {
-        f();
-    } while (std::chrono::duration<double>(Clock::now() - start).count() < warm_up_seconds);
-}
+template <class F> void warm_up(F&& f) { support::warm_up(warm_up_seconds, f); }
 
 // Refuses instances whose buffers would not fit in this machine's memory.
 void check_memory(const std::string& path, std::size_t observations, std::size_t sizeof_real) {

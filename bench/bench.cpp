@@ -13,12 +13,14 @@
 #include "check.hpp"
 #include "median.hpp"
 #include "runner.hpp"
+#include "timing.hpp"
 #include "workloads.hpp"
 
 namespace tapevm::bench {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using support::Clock;
+using support::median;
 
 std::string describe(const Record& r) {
     return r.workload + " " + r.mode + " " + r.backend + " " + r.precision + ", " +
@@ -47,7 +49,7 @@ Record measure(Runner& runner, std::string_view backend, const Problem& problem,
     const auto setup_start = Clock::now();
     runner.prepare(points);
     runner.run();
-    record.setup_seconds = std::chrono::duration<double>(Clock::now() - setup_start).count();
+    record.setup_seconds = support::seconds_since(setup_start);
     const CheckResult check =
         check_against_reference(workload, problem.precision, points, runner, config.checked_points);
     record.checked = true;
@@ -64,19 +66,13 @@ Record measure(Runner& runner, std::string_view backend, const Problem& problem,
     // the results) runs at a fraction of its clock for a while, and the first timed runs would
     // measure its power management instead of the kernels (bench/RESULTS.md: an H100 sampled at
     // 345-1980 MHz during short records).
-    const auto warmup_start = Clock::now();
-    do {
-        runner.run();
-    } while (std::chrono::duration<double>(Clock::now() - warmup_start).count() < config.warmup_seconds);
+    support::warm_up(config.warmup_seconds, [&] { runner.run(); });
     std::vector<double> device_ns;
-    for (unsigned run = 0; run < config.repeats; ++run) {
-        const auto start = Clock::now();
-        runner.run();
-        const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-        record.runs_ns_per_point.push_back(seconds * 1e9 / static_cast<double>(points.count));
+    const std::vector<double> seconds = support::timed_runs(config.repeats, [&] { runner.run(); }, [&] {
         if (const double device = runner.device_seconds(); !std::isnan(device))
             device_ns.push_back(device * 1e9 / static_cast<double>(points.count));
-    }
+    });
+    for (const double run : seconds) record.runs_ns_per_point.push_back(run * 1e9 / static_cast<double>(points.count));
     if (!device_ns.empty()) record.device_ns_per_point = median(device_ns);
     record.ns_per_point = median(record.runs_ns_per_point);
     record.min_ns_per_point =

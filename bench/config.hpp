@@ -7,15 +7,15 @@
 #include <string_view>
 #include <vector>
 
-#include "detail/precision.hpp"
+#include "precision.hpp"
 
 namespace tapevm::bench {
 
 /// What a record evaluates. Native baselines always evaluate the primal (forward).
 enum class Mode { forward, gradient, jacobian };
-// The one precision enum of the programs (src/tape/detail/precision.hpp).
-using Precision = tapevm::detail::Precision;
-using tapevm::detail::precision_name;
+// The one precision enum of the programs (src/support/precision.hpp).
+using Precision = support::Precision;
+using support::precision_name;
 
 std::string_view mode_name(Mode mode);
 

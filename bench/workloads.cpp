@@ -8,15 +8,15 @@
 #include <mutex>
 #include <string>
 
-#include "detail/split_mix64.hpp"
 #include "mlp.hpp"
+#include "split_mix64.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/var.hpp"
 
 namespace tapevm::bench {
 
-using tapevm::detail::SplitMix64;
+using support::SplitMix64;
 
 namespace {
 

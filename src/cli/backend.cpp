@@ -18,7 +18,7 @@ Backend parse_backend(std::string_view name) {
 }
 
 Precision parse_precision(std::string_view name) {
-    if (const auto precision = detail::find_precision(name)) return *precision;
+    if (const auto precision = support::find_precision(name)) return *precision;
     throw UsageError("unknown precision '" + std::string(name) + "' (known: f64, f32)");
 }
 

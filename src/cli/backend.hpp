@@ -11,14 +11,14 @@
 #include <string>
 #include <string_view>
 
-#include "detail/precision.hpp"
+#include "precision.hpp"
 #include "tapevm/evaluator.hpp"
 #include "tapevm/tape.hpp"
 
 namespace tapevm::cli {
 
 enum class Backend { reference, cpu, gpu, compiled };
-using Precision = tapevm::detail::Precision;  // the one enum of the programs (detail/precision.hpp)
+using Precision = support::Precision;  // the one enum of the programs (src/support/precision.hpp)
 
 /// Settings a backend may take from the command line.
 struct BackendOptions {

@@ -21,6 +21,7 @@
 #include "tapevm/examples.hpp"
 #include "tapevm/gpu.hpp"
 #include "tapevm/reference.hpp"
+#include "timing.hpp"
 
 namespace tapevm::cli {
 namespace {
@@ -48,18 +49,15 @@ constexpr std::size_t most_points = 10'000'000;
 constexpr std::size_t checked_points = 1000;
 constexpr double spread = 0.03;
 constexpr std::uint64_t seed = 20240501;
-constexpr int timed_runs = 3;
+constexpr unsigned timed_run_count = 3;
 // Tape and native code run the same operations in the same order: values agree to rounding.
 constexpr double forward_tolerance = 1e-12;
 // Central differences with a step of 1e-5 are accurate to about 1e-9 here; a wrong partial
 // is off by far more.
 constexpr double jacobian_tolerance = 1e-6;
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-}
+using support::Clock;
+using support::seconds_since;
 
 // "name   12.345 ms   123.4 ns/point"
 std::string timing_line(std::string_view name, double seconds, std::size_t points) {
@@ -75,16 +73,10 @@ std::string scientific(double value) {
     return text;
 }
 
-// The wall-clock seconds of the fastest of `timed_runs` calls of `work`.
+// The wall-clock seconds of the fastest of `timed_run_count` calls of `work`.
 template <class Work> double fastest_of_runs(Work&& work) {
-    double fastest = 0;
-    for (int run = 0; run < timed_runs; ++run) {
-        const auto start = Clock::now();
-        work();
-        const double seconds = seconds_since(start);
-        fastest = run == 0 ? seconds : std::min(fastest, seconds);
-    }
-    return fastest;
+    const std::vector<double> seconds = support::timed_runs(timed_run_count, work);
+    return *std::min_element(seconds.begin(), seconds.end());
 }
 
 // "1 guard", "2 guards"
@@ -183,7 +175,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     }
     const Outcome gpu_outcome = gpu_vm ? measure(*gpu_vm) : Outcome{};
 
-    out << "timings (wall clock, fastest of " << timed_runs << " runs; reference: 1 thread, " << cpu_vm.name()
+    out << "timings (wall clock, fastest of " << timed_run_count << " runs; reference: 1 thread, " << cpu_vm.name()
         << "):\n"
         << timing_line("reference VM forward", reference_outcome.forward_seconds, points) << '\n'
         << timing_line("reference VM jacobian", reference_outcome.jacobian_seconds, points) << '\n'

@@ -4,7 +4,7 @@
 #include <array>
 #include <cmath>
 
-#include "detail/split_mix64.hpp"
+#include "split_mix64.hpp"
 #include "tapevm/examples.hpp"
 
 namespace tapevm::cli {
@@ -12,7 +12,7 @@ namespace {
 
 using examples::ba_inputs;
 
-using detail::SplitMix64;
+using support::SplitMix64;
 
 std::array<double, 2> native_residual(std::span<const double> inputs, const double* feature) {
     return examples::ba_residual<double, double>(inputs, feature);

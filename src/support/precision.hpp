@@ -6,7 +6,7 @@
 #include <optional>
 #include <string_view>
 
-namespace tapevm::detail {
+namespace tapevm::support {
 
 enum class Precision { f64, f32 };
 
@@ -22,4 +22,4 @@ constexpr std::optional<Precision> find_precision(std::string_view name) {
     return std::nullopt;
 }
 
-}  // namespace tapevm::detail
+}  // namespace tapevm::support

@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace tapevm::bench {
+namespace tapevm::support {
 
 /// The median of `values` (the mean of the middle two for an even count); NaN when empty.
 inline double median(std::vector<double> values) {
@@ -16,4 +16,4 @@ inline double median(std::vector<double> values) {
     return values.size() % 2 == 1 ? values[middle] : 0.5 * (values[middle - 1] + values[middle]);
 }
 
-}  // namespace tapevm::bench
+}  // namespace tapevm::support

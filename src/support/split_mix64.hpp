@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace tapevm::detail {
+namespace tapevm::support {
 
 class SplitMix64 {
 public:
@@ -26,4 +26,4 @@ private:
     std::uint64_t state_;
 };
 
-}  // namespace tapevm::detail
+}  // namespace tapevm::support
