@@ -145,6 +145,7 @@ void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
     // Shared-memory stages: TAPEVM_NN_MATMUL_TILE's fourth number (1 or 2). Two won at 4096^3
     // (31.4 against 29.7 TFLOP/s on the H100), one with the 128x64 tiles of the GPT shapes.
     std::uint32_t stages = bn == 64 && bm == 128 ? 1 : 2;
+    if (4 * stages * bk * (bm + bn) > max_shared_memory()) stages = 1;  // a device with little shared memory
     if (const auto tile = env_tile("TAPEVM_NN_MATMUL_TILE"); tile[3] != 0) stages = tile[3];
     const std::uint32_t threads = bm * bn / 64;
     const bool valid = bm % 8 == 0 && bn % 8 == 0 && bk % 4 == 0 && threads >= 32 && threads <= 1024 &&
