@@ -439,29 +439,6 @@ Report Vm::value_and_gradient(std::size_t points, const Buffer<Real>& inputs,
     return run_resident(*impl_, call, "value_and_gradient", inputs, params, gradients, "gradients");
 }
 
-#define TAPEVM_INSTANTIATE(Real)                                                                             \
-    template std::size_t Vm::chunk_points<Real>(std::string_view) const;                                     \
-    template CompilePlan Vm::compile_plan<Real>(std::string_view) const;                                     \
-    template Report Vm::value_and_gradient<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*,      \
-                                                 Buffer<Real>&, Buffer<Real>&) const;                        \
-    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                             \
-    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                            \
-    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;              \
-    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;          \
-    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;          \
-    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,           \
-                                 std::span<Real>) const;                                                     \
-    template Buffer<Real> Vm::allocate<Real>(std::size_t) const;                                             \
-    template Buffer<Real> Vm::upload<Real>(std::span<const Real>) const;                                     \
-    template void Vm::download<Real>(const Buffer<Real>&, std::span<Real>) const;                            \
-    template Report Vm::forward<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*, Buffer<Real>&)  \
-        const;                                                                                               \
-    template Report Vm::gradient<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*, Buffer<Real>&) \
-        const;                                                                                               \
-    template Report Vm::jacobian<Real>(std::size_t, const Buffer<Real>&, const Buffer<Real>*, Buffer<Real>&, \
-                                       JacobianMode) const;
-TAPEVM_INSTANTIATE(double)
-TAPEVM_INSTANTIATE(float)
-#undef TAPEVM_INSTANTIATE
+#include "vm_instantiations.inc"
 
 }  // namespace tapevm::gpu
