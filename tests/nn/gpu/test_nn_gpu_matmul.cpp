@@ -225,3 +225,17 @@ TEST_CASE("gpu matmul_coopmat: the tensor-core kernels' SPIR-V validates") {
     MESSAGE("spirv-val not installed: SPIR-V not validated");
 #endif
 }
+
+TEST_CASE("gpu matmul: a bias of the wrong shape or dtype is an error naming matmul's bias") {
+    const Tensor a = gpu().zeros({4, 3}, DType::f32), b = gpu().zeros({3, 5}, DType::f32),
+                 c = gpu().zeros({4, 5}, DType::f32);
+    for (const Tensor& bias : {gpu().zeros({4}, DType::f32), gpu().zeros({5, 1}, DType::f32)}) {
+        CHECK_THROWS_WITH_AS(matmul(a, b, c, {.bias = bias}), doctest::Contains("bias"), tapevm::Error);
+    }
+    if (gpu().supports(DType::f16))
+        CHECK_THROWS_WITH_AS(matmul(a, b, c, {.bias = gpu().zeros({5}, DType::f16)}), doctest::Contains("bias"),
+                             tapevm::Error);
+    const std::vector<double> bias_values = {1, 2, 3, 4, 5};
+    matmul(a, b, c, {.bias = gpu().upload({5}, std::span<const double>(bias_values), DType::f32)});
+    CHECK(c.to_double()[9] == 5.0);  // row 1, column 4: 0 + bias[4]
+}
