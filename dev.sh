@@ -48,10 +48,12 @@ readonly BUILD_CPU=$ROOT/build-cpu
 # vulkan-validationlayers checks every Vulkan call in the tests; cmake is how Meson finds
 # Debian's doctest; libadolc-dev is ADOL-C, a peer the benchmark runs side by side; the nn
 # layer's CPU matmul is OpenBLAS, its safetensors header JSON (and the benchmark's) nlohmann-json, and
-# bench/plot_loss.py draws training curves with matplotlib).
+# bench/plot_loss.py draws training curves with matplotlib; xxHash hashes the kernel cache's entries; Ceres
+# Solver is what the Ceres adapter (src/ceres/) plugs into).
 readonly PACKAGES=(meson ninja-build g++ pkg-config cmake python3 libvulkan-dev glslang-dev glslang-tools
                    doctest-dev libxsimd-dev spirv-tools mesa-vulkan-drivers vulkan-validationlayers
-                   vulkan-tools libadolc-dev libopenblas-dev nlohmann-json3-dev python3-matplotlib)
+                   vulkan-tools libadolc-dev libopenblas-dev nlohmann-json3-dev python3-matplotlib
+                   libxxhash-dev libceres-dev)
 # What the sanitizer build needs on top: clang 14 and its sanitizer run-time libraries.
 readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
 # What the fuzz step needs on top: LLVM's libFuzzer (clang's -fsanitize=fuzzer links the
