@@ -36,6 +36,13 @@ std::string record(const std::string& workload, const std::string& backend, cons
     return text.str();
 }
 
+// plot.py on `input` writing `output`, its output and messages dropped; its exit status.
+int run_plot(const fs::path& input, const fs::path& output) {
+    const std::string command = "\"" + python + "\" \"" + plot_script + "\" \"" + input.string() +
+                                "\" -o \"" + output.string() + "\" > /dev/null 2>&1";
+    return std::system(command.c_str());
+}
+
 std::string read_text(const fs::path& path) {
     std::ifstream in(path);
     std::stringstream text;
@@ -97,9 +104,7 @@ TEST_CASE("plot.py draws one line per backend/precision/threads, one chart per w
     json += "\n]\n";
     const fs::path input = temp_path("records.json"), output = temp_path("plot.svg");
     std::ofstream(input) << json;
-    const std::string command = "\"" + python + "\" \"" + plot_script + "\" \"" + input.string() +
-                                "\" -o \"" + output.string() + "\" > /dev/null";
-    REQUIRE(std::system(command.c_str()) == 0);
+    REQUIRE(run_plot(input, output) == 0);
     const std::string svg = read_text(output);
     fs::remove(input);
     fs::remove(output);
@@ -135,9 +140,7 @@ TEST_CASE("plot.py draws one line per backend/precision/threads, one chart per w
 TEST_CASE("plot.py writes a PNG when the output ends in .png") {
     const fs::path input = temp_path("one.json"), output = temp_path("plot.png");
     std::ofstream(input) << "[" << record("ba", "cpu", "f64", 1, 1000, 1) << "]";
-    const std::string command = "\"" + python + "\" \"" + plot_script + "\" \"" + input.string() +
-                                "\" -o \"" + output.string() + "\" > /dev/null";
-    REQUIRE(std::system(command.c_str()) == 0);
+    REQUIRE(run_plot(input, output) == 0);
     const std::string png = read_text(output);
     fs::remove(input);
     fs::remove(output);
@@ -147,9 +150,7 @@ TEST_CASE("plot.py writes a PNG when the output ends in .png") {
 TEST_CASE("plot.py: a file that is not JSON is an error") {
     const fs::path input = temp_path("bad.json"), output = temp_path("bad.svg");
     std::ofstream(input) << "not json";
-    const std::string command = "\"" + python + "\" \"" + plot_script + "\" \"" + input.string() +
-                                "\" -o \"" + output.string() + "\" 2> /dev/null";
-    CHECK(std::system(command.c_str()) != 0);
+    CHECK(run_plot(input, output) != 0);
     fs::remove(input);
     CHECK_FALSE(fs::exists(output));
 }

@@ -23,6 +23,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "caught_error.hpp"
 #include "context.hpp"
 #include "fault_injection.hpp"
 #include "faults_support.hpp"
@@ -40,10 +41,8 @@ std::uint64_t live_device_bytes() {
     return gpu::detail::Device::acquire(fault_test_options())->ledger().live_bytes();
 }
 
-// What one attempt did: the error's type and message, or the values of the call.
-struct Outcome {
-    std::string error_type;  // "" when the call succeeded
-    std::string message;
+// What one attempt did: the error's type and message (CaughtError), or the values of the call.
+struct Outcome : CaughtError {
     std::vector<float> values;
     bool vm_built = false;
     bool fired = false;
@@ -57,23 +56,7 @@ Outcome attempt(Mode mode, FaultPoint point, std::uint64_t n, FaultResult result
     const std::uint64_t fired_before = gpu::detail::faults_fired(point);
     gpu::detail::arm_fault(point, n, result);
     std::optional<gpu::Vm> vm;
-    const auto record = [](Outcome& into, auto&& action) {
-        try {
-            action();
-        } catch (const DeviceLost& error) {
-            into.error_type = "DeviceLost", into.message = error.what();
-        } catch (const OutOfMemory& error) {
-            into.error_type = "OutOfMemory", into.message = error.what();
-        } catch (const DeviceUnavailable& error) {
-            into.error_type = "DeviceUnavailable", into.message = error.what();
-        } catch (const Unsupported& error) {
-            into.error_type = "Unsupported", into.message = error.what();
-        } catch (const Error& error) {
-            into.error_type = "Error", into.message = error.what();
-        }
-        // Anything else (a vk::SystemError, std::bad_alloc, ...) escapes: doctest fails the test.
-    };
-    record(outcome, [&] {
+    run_catching(outcome, [&] {
         vm.emplace(fault_test_tape(), fault_test_options());
         outcome.vm_built = true;
         outcome.values = run_mode(*vm, mode);
@@ -82,7 +65,7 @@ Outcome attempt(Mode mode, FaultPoint point, std::uint64_t n, FaultResult result
     outcome.fired = gpu::detail::faults_fired(point) != fired_before;
     if (retry != nullptr && vm && !outcome.error_type.empty()) {
         Outcome again;
-        record(again, [&] { again.values = run_mode(*vm, mode); });
+        run_catching(again, [&] { again.values = run_mode(*vm, mode); });
         *retry = again;
     }
     return outcome;

@@ -12,6 +12,7 @@
 
 #include <doctest/doctest.h>
 
+#include "caught_error.hpp"
 #include "fault_injection.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/nn/device.hpp"
@@ -47,9 +48,8 @@ std::vector<float> expected_result() {
     return c;
 }
 
-struct Outcome {
-    std::string error_type;  // "" when the step succeeded
-    std::string message;
+// How one step ended: the error's type and message (CaughtError), or the values.
+struct Outcome : CaughtError {
     bool in_device_creation = false;  // thrown by nn::Device::gpu()
     std::vector<float> values;
     bool fired = false;
@@ -60,7 +60,7 @@ Outcome step(FaultPoint point, std::uint64_t n, FaultResult result = FaultResult
     Outcome outcome;
     const std::uint64_t fired_before = gpu::detail::faults_fired(point);
     gpu::detail::arm_fault(point, n, result);
-    try {
+    run_catching(outcome, [&] {
         outcome.in_device_creation = true;
         const nn::Device device = nn::Device::gpu(nn::GpuOptions{"", true, true});
         outcome.in_device_creation = false;
@@ -71,17 +71,7 @@ Outcome step(FaultPoint point, std::uint64_t n, FaultResult result = FaultResult
         nn::matmul(a, b, c);
         nn::bias_add(c, bias);
         outcome.values = c.to_float();
-    } catch (const DeviceLost& error) {
-        outcome.error_type = "DeviceLost", outcome.message = error.what();
-    } catch (const OutOfMemory& error) {
-        outcome.error_type = "OutOfMemory", outcome.message = error.what();
-    } catch (const DeviceUnavailable& error) {
-        outcome.error_type = "DeviceUnavailable", outcome.message = error.what();
-    } catch (const Error& error) {
-        outcome.error_type = "Error", outcome.message = error.what();
-    } catch (const std::exception& error) {  // not a tapevm::Error: a bug
-        outcome.error_type = "untyped", outcome.message = error.what();
-    }
+    });
     gpu::detail::disarm_faults();
     outcome.fired = gpu::detail::faults_fired(point) != fired_before;
     return outcome;
