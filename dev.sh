@@ -9,7 +9,9 @@
 # `test` runs, in order, continuing past a failure so that one run reports everything:
 #   1. release    build/ with g++ (warnings are errors), meson test
 #   2. sanitizers build-asan/ with clang++ 14, AddressSanitizer + UndefinedBehaviorSanitizer,
-#                 the same suite less suite shader_variants (run_tests_sanitized)
+#                 the same suite less suite shader_variants (run_tests_sanitized); the CPU VM's
+#                 kernels only for the instruction sets this machine runs (MACHINE_ISAS), as
+#                 in steps 4, 6 and 7
 #   3. installed  build/ installed into a staging folder; tests/consumer_pkgconfig built
 #                 against it through pkg-config and run
 #   4. subproject tests/consumer_subproject built with tapevm as a Meson subproject and run
@@ -60,11 +62,30 @@ readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
 # copy in libclang-rt-14-dev; this package adds libFuzzer's own library and headers).
 readonly FUZZ_PACKAGES=(libfuzzer-14-dev)
 
+# The instruction sets this machine runs (sse2, avx2 with fma, avx512 f/dq/bw/vl: what
+# tapevm::cpu::supported_isas() checks). The release build (step 1) compiles the CPU VM's kernels
+# for all three, as users get them; the check builds of steps 2, 4, 6 and 7 only for these
+# (-Dcpu_isas): a kernel this machine cannot run tests nothing and costs minutes to compile.
+machine_isas() {
+    local flags isas=sse2
+    flags=" $(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null) "
+    if [[ $flags == *" avx2 "* && $flags == *" fma "* ]]; then
+        isas+=,avx2
+        if [[ $flags == *" avx512f "* && $flags == *" avx512dq "* && $flags == *" avx512bw "* &&
+              $flags == *" avx512vl "* ]]; then
+            isas+=,avx512
+        fi
+    fi
+    printf '%s' "$isas"
+}
+MACHINE_ISAS=$(machine_isas)
+readonly MACHINE_ISAS
+
 readonly RELEASE_CXX=g++
 readonly RELEASE_MESON_ARGS=(--buildtype=release -Dwerror=true -Dtests=true)
 readonly SANITIZER_CXX=clang++-14
 readonly SANITIZER_MESON_ARGS=(--buildtype=debugoptimized -Dwerror=true -Dtests=true
-                               '-Db_sanitize=address,undefined' -Db_lundef=false)
+                               '-Db_sanitize=address,undefined' -Db_lundef=false "-Dcpu_isas=$MACHINE_ISAS")
 # The fuzz targets bring their own instrumentation (fuzz/meson.build); nothing else is built.
 readonly FUZZ_MESON_ARGS=(--buildtype=debugoptimized -Dwerror=true -Dtests=false -Dfuzz=true)
 readonly FUZZ_TARGETS=(tape csv bench_inputs ba kernel_cache safetensors)
@@ -72,11 +93,11 @@ readonly FUZZ_SECONDS=20
 # The ThreadSanitizer build: -O0 with line tables only, since the CPU VM's kernels (xsimd,
 # three instruction sets) take minutes each to compile with optimisation under TSan.
 readonly TSAN_MESON_ARGS=(--buildtype=plain -Doptimization=0 -Ddebug=false -Dcpp_args=-gline-tables-only
-                          -Dwerror=true -Dtests=true -Db_sanitize=thread -Db_lundef=false)
+                          -Dwerror=true -Dtests=true -Db_sanitize=thread -Db_lundef=false "-Dcpu_isas=$MACHINE_ISAS")
 # The CPU-only build: every optional part off by name, not left to `auto`, which would find the
 # packages installed for the other steps. Release, as a user would build it.
 readonly CPU_ONLY_MESON_ARGS=(--buildtype=release -Dwerror=true -Dtests=true -Dgpu=disabled -Dnn=disabled
-                              -Dbench=disabled)
+                              -Dbench=disabled "-Dcpu_isas=$MACHINE_ISAS")
 # Its Meson tests, and the targets they run (with tapevm itself).
 readonly CPU_ONLY_TESTS=(unsupported cli conformance_reference conformance_cpu_sse2 conformance_cpu_avx2
                          conformance_cpu_avx512 cpu_vm)
@@ -246,8 +267,9 @@ check_subproject() {
     mkdir -p "$work"
     cp -a "$ROOT/tests/consumer_subproject" "$work/source"
     ln -s "$ROOT" "$work/source/subprojects/tapevm"
-    setup_build "$work/build" "$RELEASE_CXX" "$work/source" --buildtype=release --force-fallback-for=tapevm
-    meson compile -C "$work/build"
+    setup_build "$work/build" "$RELEASE_CXX" "$work/source" --buildtype=release --force-fallback-for=tapevm \
+        "-Dtapevm:cpu_isas=$MACHINE_ISAS"
+    meson compile -C "$work/build" consumer
     "$work/build/consumer"
 }
 

@@ -22,12 +22,13 @@ std::string_view isa_name(Isa isa) {
 }
 
 // __builtin_cpu_supports also checks that the OS saves the registers (XCR0), which xsimd
-// 8.1's available_architectures() does not.
+// 8.1's available_architectures() does not. An instruction set left out of the build
+// (-Dcpu_isas, src/vm_cpu/meson.build) is not offered, whatever the processor has.
 std::vector<Isa> supported_isas() {
     std::vector<Isa> isas{Isa::sse2};
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-    if (avx2) isas.push_back(Isa::avx2);
-    if (avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+    if (avx2 && TAPEVM_CPU_BUILT_AVX2) isas.push_back(Isa::avx2);
+    if (avx2 && TAPEVM_CPU_BUILT_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
         isas.push_back(Isa::avx512);
     }
@@ -64,6 +65,13 @@ Isa resolve_isa(Isa requested) {
                               "' names no instruction set (known: sse2, avx2, avx512; supported here: " +
                               supported_list() + ")");
         }
+    }
+    const bool built = requested == Isa::sse2 || (requested == Isa::avx2 && TAPEVM_CPU_BUILT_AVX2) ||
+                       (requested == Isa::avx512 && TAPEVM_CPU_BUILT_AVX512);
+    if (!built) {
+        throw Unsupported("cpu: instruction set " + std::string(isa_name(requested)) + " (from " + source +
+                          ") was left out of this build of tapevm (Meson option cpu_isas; built: " +
+                          supported_list() + " where the processor has them)");
     }
     if (std::find(supported.begin(), supported.end(), requested) == supported.end()) {
         throw Unsupported("cpu: instruction set " + std::string(isa_name(requested)) + " (from " + source +

@@ -42,15 +42,19 @@ struct Engine {
           block_lanes_option(options.block_lanes != 0 ? options.block_lanes : block_lanes_from_environment()),
           l1_bytes(l1_data_cache_bytes()), l2_bytes(l2_cache_bytes()), pool(threads - 1) {
         switch (isa) {
+#if TAPEVM_CPU_BUILT_AVX512
             case Isa::avx512:
                 f64 = kernels_avx512<double>();
                 f32 = kernels_avx512<float>();
                 break;
+#endif
+#if TAPEVM_CPU_BUILT_AVX2
             case Isa::avx2:
                 f64 = kernels_avx2<double>();
                 f32 = kernels_avx2<float>();
                 break;
-            default:
+#endif
+            default:  // resolve_isa() returns only instruction sets built in
                 f64 = kernels_sse2<double>();
                 f32 = kernels_sse2<float>();
                 break;
