@@ -23,7 +23,8 @@ namespace tapevm::gpu::detail {
 /// $HOME/.cache/tapevm; an empty path when none of them is set.
 std::filesystem::path default_cache_folder();
 
-/// XXH64 of `bytes` with `seed` (0: xxHash's own XXH64 values; chain hashes through the seed).
+/// XXH64 of `bytes` with `seed`, computed by libxxhash (0: xxHash's own XXH64 values; chain
+/// hashes through the seed). Entry names and checksums are XXH64 values: the on-disk format.
 std::uint64_t hash64(std::span<const std::byte> bytes, std::uint64_t seed = 0);
 
 class DiskCache {
