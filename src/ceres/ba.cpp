@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <cstring>
+#include <numeric>
+#include <unordered_map>
 
 #include "tapevm/cpu.hpp"
 #include "tapevm/error.hpp"
@@ -34,16 +38,35 @@ const std::string where = "tapevm::ceres::BaResiduals";
 
 class BatchedReprojection;
 
+/// True when camera (11 values) and point (3) hold exactly the gathered inputs x[0, 14)
+/// (bitwise: -0.0 and 0.0 differ, a NaN differs from itself), without a call to memcmp.
+inline bool same_values(const double* camera, const double* x, const double* point) {
+    std::uint64_t differ = 0;
+    for (int i = 0; i < camera_size; ++i) differ |= std::bit_cast<std::uint64_t>(camera[i]) ^ std::bit_cast<std::uint64_t>(x[i]);
+    for (int i = 0; i < point_size; ++i)
+        differ |= std::bit_cast<std::uint64_t>(point[i]) ^ std::bit_cast<std::uint64_t>(x[examples::ba_point + i]);
+    return differ == 0;
+}
+
 struct BaResiduals::State {
     Options options;
     std::unique_ptr<Evaluator> evaluator;
-    // Per observation: where its parameter blocks live, its constants, its block.
+    // Per observation, in the order added: where its parameter blocks live, its constants,
+    // its block.
     std::vector<const double*> cameras, points;
     std::vector<double> weights;
     std::vector<std::array<double, 2>> features;
-    std::vector<const BatchedReprojection*> blocks;
-    // The last evaluation: inputs [p][15], params (features) [p][2], values [p][2],
-    // jacobians [p][2][15]; which observations Jets take (off the recorded branch).
+    std::vector<BatchedReprojection*> blocks;
+    // The buffers are in slot order (lay_out): observations grouped by point, points in the
+    // order first added, the last added first within a point, which is about the order
+    // Ceres's Schur solvers evaluate the blocks in (residual blocks grouped by their eliminated
+    // block; the points are ordered by degree first), so that Evaluate reads the buffers
+    // nearly front to back. Per slot: its observation's camera, point and weight.
+    std::size_t laid_out = 0;
+    std::vector<const double*> slot_cameras, slot_points;
+    std::vector<double> slot_weights;
+    // The last evaluation, per slot: inputs [p][15], params (features) [p][2], values [p][2],
+    // jacobians [p][2][15]; which slots Jets take (off the recorded branch).
     std::vector<double> inputs, params, values, jacobians;
     std::vector<std::size_t> diverged;
     std::vector<unsigned char> use_jets;
@@ -59,19 +82,20 @@ class BatchedReprojection final
 public:
     BatchedReprojection(const BaResiduals::State& state, std::size_t index) : state_(state), index_(index) {}
 
+    /// Where this block's values are in the buffers (set by lay_out before any evaluation).
+    void set_slot(std::size_t slot) { slot_ = slot; }
+
     bool Evaluate(double const* const* parameters, double* residuals, double** jacobians) const override {
         const BaResiduals::State& s = state_;
         const bool want_jacobians = jacobians != nullptr && (jacobians[0] != nullptr || jacobians[1] != nullptr);
-        const double* x = s.inputs.data() + index_ * inputs_per_observation;
+        const double* x = s.inputs.data() + slot_ * inputs_per_observation;
         const bool prepared = (want_jacobians ? s.have_jacobians : (s.have_values || s.have_jacobians)) &&
-                              !s.use_jets[index_] &&
-                              std::memcmp(parameters[0], x, camera_size * sizeof(double)) == 0 &&
-                              std::memcmp(parameters[1], x + examples::ba_point, point_size * sizeof(double)) == 0;
+                              !s.use_jets[slot_] && same_values(parameters[0], x, parameters[1]);
         if (!prepared) return evaluate_with_jets(parameters, residuals, jacobians);
         if (s.have_jacobians) {
             // Row r of the [2][15] block: camera columns 0-10, point 11-13, weight 14.
-            const double* jacobian = s.jacobians.data() + index_ * jacobian_per_observation;
-            const double weight = s.weights[index_];
+            const double* jacobian = s.jacobians.data() + slot_ * jacobian_per_observation;
+            const double weight = s.slot_weights[slot_];
             for (int r = 0; r < residual_size; ++r) {
                 const double* row = jacobian + r * inputs_per_observation;
                 residuals[r] = weight * row[examples::ba_weight];
@@ -81,7 +105,7 @@ public:
                     std::memcpy(jacobians[1] + r * point_size, row + examples::ba_point, point_size * sizeof(double));
             }
         } else {
-            for (int r = 0; r < residual_size; ++r) residuals[r] = s.values[index_ * residual_size + r];
+            for (int r = 0; r < residual_size; ++r) residuals[r] = s.values[slot_ * residual_size + r];
         }
         return true;
     }
@@ -96,8 +120,44 @@ private:
     }
 
     const BaResiduals::State& state_;
-    std::size_t index_;
+    std::size_t index_, slot_ = 0;
 };
+
+namespace {
+
+/// Puts the buffers in slot order (State) and tells each block its slot; resets what the
+/// buffers held.
+void lay_out(BaResiduals::State& s) {
+    const std::size_t p = s.cameras.size();
+    std::unordered_map<const double*, std::size_t> point_rank;
+    for (const double* point : s.points) point_rank.emplace(point, point_rank.size());
+    std::vector<std::size_t> order(p);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    // Within a point, the last added first: Ceres's bucket sort of the residual blocks
+    // (LexicographicallyOrderResidualBlocks, Ceres 2.1) places each bucket's blocks from its end.
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const std::size_t rank_a = point_rank[s.points[a]], rank_b = point_rank[s.points[b]];
+        return rank_a != rank_b ? rank_a < rank_b : a > b;
+    });
+    s.slot_cameras.resize(p);
+    s.slot_points.resize(p);
+    s.slot_weights.resize(p);
+    s.params.resize(p * 2);
+    for (std::size_t slot = 0; slot < p; ++slot) {
+        const std::size_t k = order[slot];
+        s.slot_cameras[slot] = s.cameras[k];
+        s.slot_points[slot] = s.points[k];
+        s.slot_weights[slot] = s.weights[k];
+        std::copy_n(s.features[k].data(), 2, s.params.data() + 2 * slot);
+        s.blocks[k]->set_slot(slot);
+    }
+    s.use_jets.assign(p, 0);
+    s.diverged.clear();
+    s.have_values = s.have_jacobians = false;
+    s.laid_out = p;
+}
+
+}  // namespace
 
 BaResiduals::BaResiduals(Options options) : state_(std::make_unique<State>()) {
     state_->options = options;
@@ -141,18 +201,17 @@ BaResiduals::~BaResiduals() = default;
     State& s = *state_;
     const std::size_t index = s.cameras.size();
     auto block = std::make_unique<BatchedReprojection>(s, index);
-    const BatchedReprojection* raw = block.get();
     s.cameras.push_back(camera.data());
     s.points.push_back(point.data());
     s.weights.push_back(weight);
     s.features.push_back(feature);
-    s.blocks.push_back(raw);
-    s.use_jets.push_back(0);
+    s.blocks.push_back(block.get());
     s.have_values = s.have_jacobians = false;
+    s.laid_out = 0;
     return problem.AddResidualBlock(block.release(), nullptr, camera.data(), point.data());
 }
 
-void BaResiduals::check_problem(const ::ceres::Problem& problem) const {
+void BaResiduals::check_problem(const ::ceres::Problem& problem) {
     const std::string call = where + "::check_problem";
     std::vector<::ceres::ResidualBlockId> ids;
     problem.GetResidualBlocks(&ids);
@@ -171,6 +230,7 @@ void BaResiduals::check_problem(const ::ceres::Problem& problem) const {
     if (ids.size() != state_->blocks.size())
         throw Error(call + ": the problem has " + std::to_string(ids.size()) + " residual blocks, the adapter added " +
                     std::to_string(state_->blocks.size()) + " (a block was removed)");
+    if (state_->laid_out != state_->blocks.size()) lay_out(*state_);
 }
 
 void BaResiduals::PrepareForEvaluation(bool evaluate_jacobians, bool new_evaluation_point) {
@@ -178,22 +238,19 @@ void BaResiduals::PrepareForEvaluation(bool evaluate_jacobians, bool new_evaluat
     if (!new_evaluation_point && (s.have_jacobians || (!evaluate_jacobians && s.have_values))) return;
     const std::size_t p = s.cameras.size();
     auto start = support::Clock::now();
+    if (s.laid_out != p) lay_out(s);
     s.inputs.resize(p * inputs_per_observation);
-    if (s.params.size() != p * 2) {
-        s.params.resize(p * 2);
-        for (std::size_t k = 0; k < p; ++k) std::copy_n(s.features[k].data(), 2, s.params.data() + 2 * k);
-    }
-    for (std::size_t k = 0; k < p; ++k) {
-        double* x = s.inputs.data() + k * inputs_per_observation;
-        std::memcpy(x, s.cameras[k], camera_size * sizeof(double));
-        std::memcpy(x + examples::ba_point, s.points[k], point_size * sizeof(double));
-        x[examples::ba_weight] = s.weights[k];
+    for (std::size_t slot = 0; slot < p; ++slot) {
+        double* x = s.inputs.data() + slot * inputs_per_observation;
+        std::memcpy(x, s.slot_cameras[slot], camera_size * sizeof(double));
+        std::memcpy(x + examples::ba_point, s.slot_points[slot], point_size * sizeof(double));
+        x[examples::ba_weight] = s.slot_weights[slot];
     }
     s.timings.gather += support::seconds_since(start);
     start = support::Clock::now();
     const Batch<double> batch{p, s.inputs, s.params};
     s.have_values = s.have_jacobians = false;
-    for (std::size_t k : s.diverged) s.use_jets[k] = 0;
+    for (std::size_t slot : s.diverged) s.use_jets[slot] = 0;
     Report report;
     if (evaluate_jacobians) {
         s.jacobians.resize(p * jacobian_per_observation);
@@ -207,7 +264,7 @@ void BaResiduals::PrepareForEvaluation(bool evaluate_jacobians, bool new_evaluat
         ++s.timings.value_calls;
     }
     s.diverged = std::move(report.diverged);
-    for (std::size_t k : s.diverged) s.use_jets[k] = 1;
+    for (std::size_t slot : s.diverged) s.use_jets[slot] = 1;
     (evaluate_jacobians ? s.timings.jacobians : s.timings.values) += support::seconds_since(start);
 }
 

@@ -1,7 +1,9 @@
 // tapevm-ceres-ba: solves an ADBench BA instance with Ceres twice, once with every residual
 // block evaluated by the tapevm adapter (tapevm/ceres/ba.hpp: one batched Jacobian per Ceres
 // evaluation) and once with Ceres's own AutoDiffCostFunction (Jets), and prints both final
-// costs and Ceres's own timings per evaluation (Solver::Summary).
+// costs and Ceres's own timings per evaluation (Solver::Summary), medians over --repeat solves
+// with the routes alternating. A third route, the floor, times Ceres's own per-block work with
+// a cost function that computes nothing (ConstantBlock below).
 //
 //   tapevm-ceres-ba FILE [--threads N] [--device cpu|gpu] [--iterations N]
 //                   [--solver dense_schur|sparse_schur|iterative_schur] [--repeat N] [--route both|tapevm|autodiff]
@@ -10,6 +12,7 @@
 // feature replicated); parameter blocks are the cameras (11) and points (3); each observation's
 // weight and feature are constants. Both routes start from the same values and use the same
 // Solver::Options, num_threads = --threads (the adapter's CPU VM uses as many).
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -103,14 +106,38 @@ ceres::Solver::Options solver_options(const Arguments& a) {
     return options;
 }
 
-/// One solve from the problem's initial values; `adapter` null: AutoDiffCostFunction.
-Result solve(const BaProblem& problem, const Arguments& a, bool use_tapevm) {
+enum class Route { autodiff, tapevm, floor };
+
+/// The floor: Ceres's own work per residual block with a cost function that only copies one
+/// block's residuals and Jacobian from a constant array (no derivative computed): what no
+/// evaluator can go below inside Ceres's evaluation loop.
+class ConstantBlock final : public ceres::SizedCostFunction<2, 11, 3> {
+public:
+    bool Evaluate(double const* const*, double* residuals, double** jacobians) const override {
+        std::copy_n(values_, 2, residuals);
+        if (jacobians != nullptr) {
+            if (jacobians[0] != nullptr) std::copy_n(values_ + 2, 22, jacobians[0]);
+            if (jacobians[1] != nullptr) std::copy_n(values_ + 24, 6, jacobians[1]);
+        }
+        return true;
+    }
+
+private:
+    static constexpr double values_[30] = {1, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+                                           16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
+};
+
+const char* route_name(Route route) {
+    return route == Route::autodiff ? "ceres autodiff (jets)" : route == Route::tapevm ? "tapevm" : "floor (constant block)";
+}
+
+/// One solve from the problem's initial values.
+Result solve(const BaProblem& problem, const Arguments& a, Route route) {
     std::vector<double> cameras = problem.camera_values, points = problem.point_values;
     std::unique_ptr<tapevm::ceres::BaResiduals> adapter;
     ceres::Problem::Options problem_options;
-    if (use_tapevm) {
-        adapter = std::make_unique<tapevm::ceres::BaResiduals>(
-            tapevm::ceres::Options{a.device, a.threads, ""});
+    if (route == Route::tapevm) {
+        adapter = std::make_unique<tapevm::ceres::BaResiduals>(tapevm::ceres::Options{a.device, a.threads, ""});
         problem_options.evaluation_callback = adapter.get();
     }
     Result result;
@@ -123,9 +150,11 @@ Result solve(const BaProblem& problem, const Arguments& a, bool use_tapevm) {
             if (adapter)
                 adapter->add_residual_block(ceres_problem, {camera, tapevm::ceres::camera_size},
                                             {point, tapevm::ceres::point_size}, problem.weights[k], feature);
-            else
+            else if (route == Route::autodiff)
                 ceres_problem.AddResidualBlock(tapevm::ceres::make_autodiff_reprojection(problem.weights[k], feature),
                                                nullptr, camera, point);
+            else
+                ceres_problem.AddResidualBlock(new ConstantBlock, nullptr, camera, point);
         }
         if (adapter) adapter->check_problem(ceres_problem);
         ceres::Solve(solver_options(a), &ceres_problem, &result.summary);
@@ -137,7 +166,7 @@ Result solve(const BaProblem& problem, const Arguments& a, bool use_tapevm) {
         result.gather_per_evaluation = t.gather / calls;
         result.batched_per_evaluation = t.jacobians / static_cast<double>(std::max<std::size_t>(1, t.jacobian_calls));
     }
-    result.evaluator = adapter ? "tapevm " + adapter->evaluator_name() : "ceres autodiff (jets)";
+    result.evaluator = adapter ? "tapevm " + adapter->evaluator_name() : route_name(route);
     result.jacobian_per_evaluation = s.jacobian_evaluation_time_in_seconds / std::max(1, s.num_jacobian_evaluations);
     result.residual_per_evaluation = s.residual_evaluation_time_in_seconds / std::max(1, s.num_residual_evaluations);
     return result;
@@ -145,34 +174,44 @@ Result solve(const BaProblem& problem, const Arguments& a, bool use_tapevm) {
 
 int run(const Arguments& a) {
     const BaProblem problem = tapevm::bench::adbench::replicate(tapevm::bench::adbench::read_ba_file(a.file));
-    std::printf("%s: %zu cameras, %zu points, %zu observations; %s, %d iterations at most, %u threads, %u repeats\n",
+    std::printf("%s: %zu cameras, %zu points, %zu observations; %s, %d iterations at most, %u threads, %u repeats "
+                "(routes alternating)\n",
                 a.file.c_str(), problem.cameras, problem.points, problem.observations, a.solver.c_str(),
                 a.iterations, a.threads, a.repeat);
-    std::printf("%-34s %13s %13s %5s %-15s %6s %12s %12s %9s %8s %10s %10s\n", "route", "initial cost", "final cost",
-                "iter", "termination", "J evs", "J ms/ev med", "r ms/ev med", "solve s", "J ratio", "gather ms", "batch J ms");
-    double autodiff_jacobian = 0;
-    for (const bool use_tapevm : {false, true}) {
-        if ((use_tapevm && a.route == "autodiff") || (!use_tapevm && a.route == "tapevm")) continue;
+    std::vector<Route> routes;
+    if (a.route != "tapevm") routes.push_back(Route::autodiff);
+    if (a.route != "autodiff") routes.push_back(Route::tapevm);
+    if (a.route == "both") routes.push_back(Route::floor);
+    struct Samples {
         std::vector<double> jacobian, residual, total, gather, batched;
         Result last;
-        for (unsigned r = 0; r < a.repeat; ++r) {
-            last = solve(problem, a, use_tapevm);
-            jacobian.push_back(last.jacobian_per_evaluation);
-            residual.push_back(last.residual_per_evaluation);
-            total.push_back(last.summary.total_time_in_seconds);
-            gather.push_back(last.gather_per_evaluation);
-            batched.push_back(last.batched_per_evaluation);
+    };
+    std::vector<Samples> samples(routes.size());
+    for (unsigned r = 0; r < a.repeat; ++r)
+        for (std::size_t i = 0; i < routes.size(); ++i) {
+            Samples& s = samples[i];
+            s.last = solve(problem, a, routes[i]);
+            s.jacobian.push_back(s.last.jacobian_per_evaluation);
+            s.residual.push_back(s.last.residual_per_evaluation);
+            s.total.push_back(s.last.summary.total_time_in_seconds);
+            s.gather.push_back(s.last.gather_per_evaluation);
+            s.batched.push_back(s.last.batched_per_evaluation);
         }
-        const double j = tapevm::support::median(jacobian);
-        if (!use_tapevm) autodiff_jacobian = j;
-        const auto& s = last.summary;
-        const std::string ratio =
-            use_tapevm && autodiff_jacobian > 0 ? std::to_string(autodiff_jacobian / j).substr(0, 5) + "x" : "";
-        std::printf("%-34s %13.6e %13.6e %5d %-15s %6d %12.3f %12.3f %9.3f %8s %10.3f %10.3f\n", last.evaluator.c_str(),
+    std::printf("%-34s %13s %13s %5s %-15s %6s %12s %12s %9s %8s %10s %10s\n", "route", "initial cost", "final cost",
+                "iter", "termination", "J evs", "J ms/ev med", "r ms/ev med", "solve s", "J ratio", "gather ms", "batch J ms");
+    const double autodiff_jacobian = routes[0] == Route::autodiff ? tapevm::support::median(samples[0].jacobian) : 0;
+    for (std::size_t i = 0; i < routes.size(); ++i) {
+        const Samples& m = samples[i];
+        const double j = tapevm::support::median(m.jacobian);
+        const auto& s = m.last.summary;
+        const std::string ratio = routes[i] != Route::autodiff && autodiff_jacobian > 0
+                                      ? std::to_string(autodiff_jacobian / j).substr(0, 5) + "x"
+                                      : "";
+        std::printf("%-34s %13.6e %13.6e %5d %-15s %6d %12.3f %12.3f %9.3f %8s %10.3f %10.3f\n", m.last.evaluator.c_str(),
                     s.initial_cost, s.final_cost, static_cast<int>(s.iterations.size()) - 1,
                     ceres::TerminationTypeToString(s.termination_type), s.num_jacobian_evaluations, 1e3 * j,
-                    1e3 * tapevm::support::median(residual), tapevm::support::median(total), ratio.c_str(),
-                    1e3 * tapevm::support::median(gather), 1e3 * tapevm::support::median(batched));
+                    1e3 * tapevm::support::median(m.residual), tapevm::support::median(m.total), ratio.c_str(),
+                    1e3 * tapevm::support::median(m.gather), 1e3 * tapevm::support::median(m.batched));
     }
     return 0;
 }

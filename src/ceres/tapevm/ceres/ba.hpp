@@ -77,8 +77,11 @@ struct Timings {
 
 /// The evaluation callback that owns the batched buffers. Create it, create the problem with
 /// Problem::Options::evaluation_callback = &adapter (the adapter must outlive the problem),
-/// then add each observation with add_residual_block. Not thread-safe while adding; Evaluate
-/// (called from Ceres's threads) only reads.
+/// then add each observation with add_residual_block. The problem owns the blocks' cost
+/// functions: removing one of them from the problem is not supported (check_problem says so
+/// when it was). Not thread-safe while adding; Evaluate (called from Ceres's threads) only
+/// reads. The buffers are laid out in the order Ceres's Schur solvers evaluate the blocks
+/// (grouped by point), so Evaluate reads them front to back.
 class BaResiduals final : public ::ceres::EvaluationCallback {
 public:
     /// Throws tapevm::Unsupported for Device::gpu in a build without the GPU VM and
@@ -99,7 +102,9 @@ public:
     /// Throws tapevm::Error unless every residual block of `problem` is one this adapter
     /// added (with a camera of 11 and a point of 3 values) and every block it added is there:
     /// a problem whose blocks are not this adapter's BA blocks is not one it can evaluate.
-    void check_problem(const ::ceres::Problem& problem) const;
+    /// Then lays the buffers out for the blocks added (done by the first evaluation
+    /// otherwise, inside Ceres's timing): call it once after the last add_residual_block.
+    void check_problem(const ::ceres::Problem& problem);
 
     /// EvaluationCallback: evaluates every observation at the parameter blocks' current
     /// values, the Jacobian when `evaluate_jacobians`, else the residuals. When the point is
