@@ -144,7 +144,15 @@ int run_mlp(const Arguments& arguments, std::ostream& out) {
     const std::size_t log_interval = count_option(arguments, "--log-interval", 250);
     out << "mlp 2-" << options.hidden << "-" << options.hidden << "-1 on " << device.name() << ", "
         << options.steps << " steps of " << options.batch << " points\n";
+    // Steps per second after the first 20 (pipelines built, caches warm), as bench/mlp_torch.py.
+    constexpr std::size_t untimed_steps = 20;
+    double untimed_seconds = 0;
     const auto report = [&](const nn::StepReport& r) {
+        if (r.step == untimed_steps) untimed_seconds = r.elapsed;
+        if (r.step == r.total_steps && r.step > untimed_steps) {
+            out << "steps/s " << fixed(static_cast<double>(r.step - untimed_steps) / (r.elapsed - untimed_seconds), 1)
+                << " (steps " << untimed_steps + 1 << "-" << r.step << ")\n";
+        }
         if (r.step % log_interval != 0 && r.step != r.total_steps) return;
         out << "step " << r.step << "/" << r.total_steps << "  mse " << r.loss;
         if (r.validation_loss) out << "  validation " << *r.validation_loss;
