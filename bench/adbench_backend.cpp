@@ -10,8 +10,8 @@
 #include "tapevm/reference.hpp"
 #include "tapevm/var.hpp"
 
-#if !defined(TAPEVM_BENCH_ADOLC)
-#error "bench/meson.build defines TAPEVM_BENCH_ADOLC"
+#if !defined(TAPEVM_BENCH_ADOLC) || !defined(TAPEVM_BENCH_CERES)
+#error "bench/meson.build defines TAPEVM_BENCH_ADOLC and TAPEVM_BENCH_CERES"
 #endif
 
 namespace tapevm::bench::adbench {
@@ -91,6 +91,14 @@ std::unique_ptr<BlockJacobians> make_block_jacobians(std::string_view backend, P
         return make_adolc_block_jacobians();
 #else
         throw Unsupported("adolc is not in this build (ADOL-C, Debian's libadolc-dev, was not found)");
+#endif
+    }
+    if (backend == "ceres") {
+        if (precision != Precision::f64) throw Unsupported("ceres evaluates in double only");
+#if TAPEVM_BENCH_CERES
+        return make_ceres_block_jacobians(threads);
+#else
+        throw Unsupported("ceres is not in this build (Ceres Solver, Debian's libceres-dev, was not found)");
 #endif
     }
     throw Error("unknown backend '" + std::string(backend) + "' (known: " + std::string(backend_names) + ")");

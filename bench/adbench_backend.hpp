@@ -48,7 +48,7 @@ public:
 };
 
 /// The backend names the command accepts, for its help and errors.
-inline constexpr std::string_view backend_names = "cpu, reference, gpu, adolc";
+inline constexpr std::string_view backend_names = "cpu, reference, gpu, adolc, ceres";
 
 /// Lanes per block of the cpu backend's reprojection Vm in f64 (cpu::Options::block_lanes).
 /// The Vm's own sizing (half of L2 for a block's values and adjoints: about 96 lanes with the
@@ -59,12 +59,15 @@ inline constexpr std::size_t cpu_reprojection_block_lanes = 128;
 
 /// The named backend with `threads` worker threads (cpu only; the others use what they use;
 /// cpu's weight tape runs on the caller's threads, weight_in_parts()).
-/// Throws tapevm::Error for an unknown name, Unsupported for adolc in f32 or in a build
-/// without ADOL-C, DeviceUnavailable for gpu without a device.
+/// Throws tapevm::Error for an unknown name, Unsupported for adolc or ceres in f32 or in a
+/// build without them, DeviceUnavailable for gpu without a device. ceres uses `threads` too.
 std::unique_ptr<BlockJacobians> make_block_jacobians(std::string_view backend, Precision precision,
                                                      unsigned threads);
 
 /// ADOL-C's backend (adbench_adolc.cpp, built only with ADOL-C).
 std::unique_ptr<BlockJacobians> make_adolc_block_jacobians();
+/// Ceres's AutoDiffCostFunction on `threads` threads (adbench_ceres.cpp, built only with the
+/// ceres feature).
+std::unique_ptr<BlockJacobians> make_ceres_block_jacobians(unsigned threads);
 
 }  // namespace tapevm::bench::adbench

@@ -35,9 +35,10 @@ against ADBench's expected outputs (rho <= 1e-8). A failed check exits with stat
 bench/data/adbench/ holds ba1 and test.txt; the other instances are read from where you put them.
 
 options:
-  --backend B     cpu, reference, gpu or adolc (default cpu)
-  --precision P   f64 or f32 (default f64; adolc: f64 only)
-  --threads N     threads of the objective, the assembly and the cpu backend; 0 = all
+  --backend B     cpu, reference, gpu, adolc or ceres (Ceres's AutoDiffCostFunction)
+                  (default cpu)
+  --precision P   f64 or f32 (default f64; adolc, ceres: f64 only)
+  --threads N     threads of the objective, the assembly and the cpu and ceres backends; 0 = all
                   hardware threads (default 1)
   --repeats R     timed runs of each (default 5)
   --sample S      observations compared with the reference VM (default 64)
@@ -59,9 +60,10 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
                          "' (known: ba)");
     bench::adbench::RunOptions run_options;
     if (const auto backend = arguments.value("--backend")) {
-        if (*backend != "cpu" && *backend != "reference" && *backend != "gpu" && *backend != "adolc")
+        if (*backend != "cpu" && *backend != "reference" && *backend != "gpu" && *backend != "adolc" &&
+            *backend != "ceres")
             throw UsageError("adbench: unknown backend '" + std::string(*backend) +
-                             "' (known: cpu, reference, gpu, adolc)");
+                             "' (known: cpu, reference, gpu, adolc, ceres)");
         run_options.backend = std::string(*backend);
     }
     if (const auto precision = arguments.value("--precision")) {
