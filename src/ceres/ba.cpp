@@ -89,6 +89,7 @@ public:
         const BaResiduals::State& s = state_;
         const bool want_jacobians = jacobians != nullptr && (jacobians[0] != nullptr || jacobians[1] != nullptr);
         const double* x = s.inputs.data() + slot_ * inputs_per_observation;
+        prefetch_ahead(s);
         const bool prepared = (want_jacobians ? s.have_jacobians : (s.have_values || s.have_jacobians)) &&
                               !s.use_jets[slot_] && same_values(parameters[0], x, parameters[1]);
         if (!prepared) return evaluate_with_jets(parameters, residuals, jacobians);
@@ -117,6 +118,22 @@ private:
         state_.jets_blocks.fetch_add(1, std::memory_order_relaxed);
         const AutoDiffCost cost(new AutoDiffReprojection{state_.weights[index_], state_.features[index_]});
         return cost.Evaluate(parameters, residuals, jacobians);
+    }
+
+    /// Ceres evaluates the blocks about in slot order, each after a few hundred cycles of its
+    /// own work: fetch the rows of a block a few slots ahead now so that they are in cache when
+    /// its turn comes (the hardware prefetcher does not follow this pattern).
+    void prefetch_ahead(const BaResiduals::State& s) const {
+        constexpr std::size_t ahead = 8;
+        if (slot_ + ahead >= s.slot_weights.size()) return;
+        const double* x = s.inputs.data() + (slot_ + ahead) * inputs_per_observation;
+        const double* j = (s.have_jacobians ? s.jacobians.data() : s.values.data()) +
+                          (slot_ + ahead) * (s.have_jacobians ? jacobian_per_observation : residual_size);
+        for (std::size_t line = 0; line < inputs_per_observation * sizeof(double); line += 64)
+            __builtin_prefetch(reinterpret_cast<const char*>(x) + line);
+        if (!s.have_jacobians) return __builtin_prefetch(j);
+        for (std::size_t line = 0; line < jacobian_per_observation * sizeof(double); line += 64)
+            __builtin_prefetch(reinterpret_cast<const char*>(j) + line);
     }
 
     const BaResiduals::State& state_;
