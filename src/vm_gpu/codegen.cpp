@@ -30,20 +30,28 @@ std::string hex32(std::uint32_t bits) {
 }
 
 // A constant of the pool, exactly: its bits (the interpreter converts doubles to float the
-// same way, static_cast, when it uploads the float constants).
-std::string real_literal(double value, bool double_precision) {
+// same way, static_cast, when it uploads the float constants). With `hide` (a uint variable
+// that is 0 at run time but unknown to the driver), the bits are xor-ed with it: drivers
+// fold ops on a literal operand as if no value were NaN, infinite or -0 (lavapipe: x * 0
+// gave +0 for x NaN, 0 - x gave -x, x / 0 gave 8.9e-313 in double), although the pipelines
+// declare SignedZeroInfNanPreserve. An integer xor per constant use costs next to nothing
+// (bench/RESULTS.md: "Compiled kernels: constants hidden from the driver").
+std::string real_literal(double value, bool double_precision, const std::string& hide = {}) {
     char comment[40];
     std::snprintf(comment, sizeof comment, " /* %.9g */", value);
+    const auto word = [&](std::uint32_t bits) {
+        return hide.empty() ? hex32(bits) : "(" + hex32(bits) + " ^ " + hide + ")";
+    };
     if (double_precision) {
         std::uint64_t bits;
         std::memcpy(&bits, &value, sizeof bits);
-        return "packDouble2x32(uvec2(" + hex32(static_cast<std::uint32_t>(bits)) + ", " +
-               hex32(static_cast<std::uint32_t>(bits >> 32)) + "))" + comment;
+        return "packDouble2x32(uvec2(" + word(static_cast<std::uint32_t>(bits)) + ", " +
+               word(static_cast<std::uint32_t>(bits >> 32)) + "))" + comment;
     }
     const auto single = static_cast<float>(value);
     std::uint32_t bits;
     std::memcpy(&bits, &single, sizeof bits);
-    return "uintBitsToFloat(" + hex32(bits) + ")" + comment;
+    return "uintBitsToFloat(" + word(bits) + ")" + comment;
 }
 
 std::string u(std::uint64_t value) { return std::to_string(value) + "u"; }
@@ -119,6 +127,10 @@ public:
     GeneratedKernel run() {
         prelude();
         w_.raw("void main() {\n");
+        // 0 in every dispatch (a chunk holds at most 2^30 points: chunking.hpp's
+        // max_chunk_lanes), but not a constant to the driver: the constants' bits are xor-ed
+        // with it (real_literal).
+        w_.line("uint tv_hide = pc.points >> 31u;");
         // Lanes past the chunk's end compute on clamped (in-bounds) operands and write nothing,
         // so that every invocation reaches the barriers of the staged loads and stores.
         w_.line("uint local_lane = gl_LocalInvocationID.x;");
@@ -200,7 +212,10 @@ private:
         if (ins.op == Op::Input)
             return std::string(stage_inputs_ ? "tile" : "inputs") + "[in_base + " + u(ins.a) + "]";
         if (ins.op == Op::Param) return "params[par_base + " + u(ins.a) + "]";
-        return real_literal(tape_.constants()[ins.a], spec_.double_precision);
+        // Whole kernels hide their constants from the driver (real_literal); bodies (nn's
+        // fused kernels, no push constants of ours) keep literals.
+        return real_literal(tape_.constants()[ins.a], spec_.double_precision,
+                            body_ == nullptr ? "tv_hide" : "");
     }
 
     // Arguments of op functions: the operands' variables (and Powi's exponent).

@@ -30,7 +30,6 @@
 //   TAPEVM_DIFF_FIRST_SEED=S  start at seed S (default 1)
 //   TAPEVM_DIFF_POINTS=P      points per tape (default 6: lavapipe is slow)
 //   TAPEVM_DIFF_SAVE_DIR=D    write each failing tape to D/diff-<seed>.tape (tape_file.hpp)
-//   TAPEVM_DIFF_NO_KNOWN=1    report the known failures (known_compiled_zero_fold) as failures
 //
 // Long runs (a GPU machine, or hours here): only this test case, one executable per backend,
 // from the repository root after `ninja -C build tests/conformance/test_conformance_{reference,cpu,gpu}`:
@@ -186,38 +185,6 @@ template <class Real> double flushed(double x) {
                : x;
 }
 
-/// Known failure, excluded from the local judge and counted apart (never a pass): the
-/// compiled GPU kernels on lavapipe (llvmpipe, Mesa with LLVM 15) fold an op with a zero
-/// constant operand as if no value were NaN, infinite or a negative zero (x * 0 gives +0 for
-/// x NaN, infinite or negative, 0 / x gives +0 for x negative or zero, 0 - x gives -x, so
-/// 0 - 0 is -0), although the pipelines declare SignedZeroInfNanPreserve, which lavapipe
-/// offers (src/vm_gpu/README.md, float controls); the interpreter, reading constants from a
-/// buffer, is right. Found by this test (CI slice, f32: seeds 2 7 12 17 20 24; f64 seed 59:
-/// x / 0 gave 8.9e-313, and expm1's tangent downstream 0 for a tangent of -inf). Left to
-/// src/vm_gpu (codegen: `precise` statements, or constants the driver cannot see).
-template <class Real> bool known_compiled_zero_fold(const Tape& tape, const Instruction& ins) {
-    const std::string& name = backend().name;
-    if (name.rfind("gpu compiled", 0) != 0 || name.find("llvmpipe") == std::string::npos) return false;
-    if (const char* off = std::getenv("TAPEVM_DIFF_NO_KNOWN"); off != nullptr && *off == '1') return false;
-    // Slots that read a zero constant, and every slot computed from one: the driver's folds
-    // assume no infinity or NaN downstream too (a tangent of -inf times 1 gave 0).
-    const auto instructions = tape.instructions();
-    std::vector<bool> tainted(instructions.size(), false);
-    auto reads_taint = [&](const Instruction& at) {
-        const std::uint32_t operands[] = {at.a, at.b, at.c};
-        for (std::uint32_t k = 0; k < arity(at.op); ++k) {
-            const Instruction& operand = instructions[operands[k]];
-            if (tainted[operands[k]] ||
-                (operand.op == Op::Const && static_cast<Real>(tape.constants()[operand.a]) == 0))
-                return true;
-        }
-        return false;
-    };
-    for (std::size_t slot = 0; slot < instructions.size(); ++slot)
-        tainted[slot] = !has_flag(instructions[slot].op, op_flag::leaf) && reads_taint(instructions[slot]);
-    return reads_taint(ins);
-}
-
 /// The partial of Expm1 (r + 1) and Tanh ((1 - r)(1 + r)) computed from the result r: the op
 /// table's formulas read the result, and where they cancel (r near -1, near +-1) the backend's
 /// partial follows its own r, which may be a few ulp from the reference's.
@@ -238,7 +205,7 @@ std::optional<double> partial_from_result(Op op, double r) {
 /// whole-tape bound of the reference's, with guard slots of the same truth.
 template <class Real>
 std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointSet<Real>& set,
-                              const Seeds<Real>& seeds, const DescribePoint& describe, std::size_t& known) {
+                              const Seeds<Real>& seeds, const DescribePoint& describe) {
     const Tape all = every_slot(tape);
     const auto evaluator = make_evaluator(all);
     const Batch<Real> batch = set.batch();
@@ -408,10 +375,6 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
                 }
                 if (ok && value_ok[p]) continue;
                 if (d > 0 && !value_ok[p] && ok) continue;  // the value is reported once, with direction 0
-                if (known_compiled_zero_fold<Real>(all, ins)) {
-                    ++known;
-                    continue;
-                }
                 std::string text = slot_name(slot) + " at point " + std::to_string(p) + " " + describe(p) +
                                    ", " + direction_name(d) + ": operands (";
                 for (std::uint32_t k = 0; k < arity_of; ++k)
@@ -440,21 +403,12 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
             holds = holds && ((value(p, guard.slot) != 0) == (guard.expected != 0));
         if (!holds) expected_diverged.push_back(p);
     }
-    // Where a guard slot reads a folded zero constant (known_compiled_zero_fold), each kernel
-    // folds its own way and the modes may disagree on the guards.
-    bool guards_known = false;
-    for (const Guard& guard : all.guards())
-        guards_known = guards_known || known_compiled_zero_fold<Real>(all, all.instructions()[guard.slot]);
-    if (guards_known) {
-        ++known;
-    } else {
-        compare_reports(failures, "forward (every slot), against its own guard slots", values.report.diverged,
-                        expected_diverged);
-        compare_reports(failures, "jvp (every slot), against its own guard slots", jvp.report.diverged,
-                        expected_diverged);
-        compare_reports(failures, "jacobian (every slot), against its own guard slots",
-                        jacobian.report.diverged, expected_diverged);
-    }
+    compare_reports(failures, "forward (every slot), against its own guard slots", values.report.diverged,
+                    expected_diverged);
+    compare_reports(failures, "jvp (every slot), against its own guard slots", jvp.report.diverged,
+                    expected_diverged);
+    compare_reports(failures, "jacobian (every slot), against its own guard slots", jacobian.report.diverged,
+                    expected_diverged);
     return well_conditioned;
 }
 
@@ -523,7 +477,6 @@ void drop_ill_conditioned(const Tape& tape, const PointSet<Real>& set, const See
 /// Counts over a run, for the summary line.
 struct Tally {
     std::size_t tapes = 0, points = 0, well_conditioned = 0, failing = 0;
-    std::size_t known = 0;  // slot results excluded as known_compiled_zero_fold
 };
 
 /// One seed on the backend: the local judge at every point (check_slots), then every mode of
@@ -543,8 +496,7 @@ template <class Real> void check_seed(std::uint64_t seed, const Plan& p, Tally& 
         const PointSet<Real> set = point_set<Real>(c.points);
         const std::size_t n = c.tape.input_count();
         const Seeds<Real> seeds = make_seeds<Real>(set.points, n, c.tape.output_count(), seed);
-        auto keep = check_slots(failures, c.tape, set, seeds, describe_points(set, n, c.tape.param_count()),
-                                tally.known);
+        auto keep = check_slots(failures, c.tape, set, seeds, describe_points(set, n, c.tape.param_count()));
         drop_ill_conditioned(c.tape, set, seeds, keep);
         const auto [good, good_seeds] = subset(set, seeds, c.tape, keep);
         tally.well_conditioned += good.points;
@@ -577,9 +529,6 @@ TEST_CASE_TEMPLATE("differential: seeded random hand-built tapes, every mode, ag
                            << " tapes from seed " << p.first << ", " << tally.points << " points ("
                            << tally.well_conditioned << " well-conditioned, also judged whole), "
                            << tally.failing << " tapes with mismatches");
-    if (tally.known > 0)
-        MESSAGE("NOT PASSED, excluded as a known failure (known_compiled_zero_fold): "
-                << tally.known << " slot results and diverged-point reports");
 }
 
 }  // namespace
