@@ -29,7 +29,7 @@ std::size_t chunk_lanes(const ChunkLimits& limits, const ChunkCost& cost, std::s
     const auto round_up = [group](std::uint64_t lanes) { return (lanes + group - 1) / group * group; };
     const auto round_down = [group](std::uint64_t lanes) { return lanes / group * group; };
 
-    std::uint64_t hard = std::uint64_t{limits.max_workgroup_count_x} * group;
+    std::uint64_t hard = std::min(std::uint64_t{limits.max_workgroup_count_x} * group, max_chunk_lanes);
     const std::uint64_t binding_limit =
         std::min(limits.max_storage_buffer_range, limits.max_allocation_bytes);
     const std::uint64_t widest = std::max(cost.work_bytes_per_lane, cost.largest_io_bytes_per_lane);

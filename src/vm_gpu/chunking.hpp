@@ -28,13 +28,21 @@ struct ChunkCost {
 /// still overlaps its transfers with compute and its memory stays bounded.
 inline constexpr std::uint64_t unbuffered_chunk_lanes = std::uint64_t{1} << 22;
 
+/// The most lanes one chunk may hold, whatever the device allows: the kernels take a chunk's
+/// lanes and points as uint32 push constants and index its buffers in uint32 (slot s of lane l
+/// at s * lanes + l; the compiled kernels also rely on points < 2^31, codegen.cpp's tv_hide),
+/// and every buffer binding is within maxStorageBufferRange (a uint32, in bytes), so with
+/// 2^30 lanes no index a kernel computes exceeds 2^32 - 1. Batches of more points run in
+/// several chunks (tests/limits checks the arithmetic at 2^31 + 5 points).
+inline constexpr std::uint64_t max_chunk_lanes = std::uint64_t{1} << 30;
+
 /// The working-set target for a device type ("discrete", "cpu", ...): about an L2 cache.
 std::uint64_t working_set_target(const char* device_type);
 /// Lanes a chunk needs to keep a device of that type busy (all its cores, several waves).
 std::uint64_t occupancy_target(const char* device_type);
 
 /// Lanes per chunk: a multiple of the workgroup size, at most `points` rounded up to one, at
-/// most `requested` rounded up (when not 0), and within every limit: each binding within
+/// most `requested` rounded up (when not 0), at most max_chunk_lanes, and within every limit: each binding within
 /// max_storage_buffer_range and max_allocation_bytes, two chunks' memory (double buffering,
 /// staging included) within a quarter of the heap, the dispatch within max_workgroup_count_x,
 /// the work buffer within the working-set target unless that leaves less than one workgroup.

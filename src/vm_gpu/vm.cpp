@@ -14,6 +14,7 @@
 #include "codegen.hpp"
 #include "compiler.hpp"
 #include "context.hpp"
+#include "detail/batch_limits.hpp"
 #include "errors.hpp"
 #include "glsl_compiler.hpp"
 #include "memory.hpp"
@@ -331,6 +332,7 @@ Report run_resident(Vm::Impl& impl, Call call, const std::string& where, const B
     const Tape& tape = impl.tape;
     const std::size_t points = call.points;
     const std::string name = "gpu::Vm::" + where;
+    tapevm::detail::check_points(tape, points, sizeof(Real), name);  // so that no product below wraps
     check_size(name, "inputs", points * tape.input_count(), inputs.size());
     call.inputs.device = &device_buffer(impl, inputs, where, "inputs");
     const std::size_t p = tape.param_count();
