@@ -18,11 +18,16 @@ mkdir -p "$work" "$out/fuzz-artifacts"
 for target in "${targets[@]}"; do
     dict=()
     [[ -f fuzz/$target.dict ]] && dict=(-dict="fuzz/$target.dict")
+    # libFuzzer stops at a corpus folder that does not exist: only the targets' own.
+    inputs=()
+    for folder in "fuzz/corpus/$target" "tests/fuzz_regressions/$target"; do
+        [[ -d $folder ]] && inputs+=("$folder")
+    done
     for ((p = 1; p <= processes; ++p)); do
         mkdir -p "$work/$target-$p"
         UBSAN_OPTIONS=halt_on_error=1 "$build/fuzz/fuzz_$target" -max_total_time="$seconds" -seed="$p" \
             -print_final_stats=1 -artifact_prefix="$out/fuzz-artifacts/$target-" "${dict[@]}" \
-            "$work/$target-$p" "fuzz/corpus/$target" "tests/fuzz_regressions/$target" \
+            "$work/$target-$p" "${inputs[@]}" \
             >"$work/$target-$p.log" 2>&1 &
     done
 done

@@ -44,6 +44,13 @@ void Backend::unsupported(KernelId kernel, DType dtype) const {
                       std::string(dtype_name(dtype)));
 }
 
+std::function<void(std::span<std::byte>)> Backend::read_later(const Storage& storage, std::size_t offset,
+                                                              std::size_t bytes) {
+    auto copy = std::make_shared<std::vector<std::byte>>(bytes);
+    if (bytes != 0) read(storage, offset, *copy);
+    return [copy](std::span<std::byte> out) { std::copy(copy->begin(), copy->begin() + out.size(), out.begin()); };
+}
+
 void Backend::zero(const Tensor& x) { unsupported(KernelId::zero, x.dtype()); }
 void Backend::fill(const Tensor& x, double) { unsupported(KernelId::fill, x.dtype()); }
 void Backend::copy(const Tensor& src, const Tensor& dst) { unsupported(KernelId::copy, float_dtype_of({src, dst})); }

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -62,6 +63,11 @@ public:
     virtual std::shared_ptr<Storage> allocate(std::size_t bytes) = 0;
     virtual void write(const Storage& storage, std::size_t offset, std::span<const std::byte> bytes) = 0;
     virtual void read(const Storage& storage, std::size_t offset, std::span<std::byte> bytes) = 0;
+    /// Starts a read of `bytes` bytes from `offset`, ordered after the work recorded before it,
+    /// and returns at once; the function it returns waits for that work only (not for work
+    /// recorded after the call) and copies the bytes out. Default: read() now.
+    virtual std::function<void(std::span<std::byte>)> read_later(const Storage& storage, std::size_t offset,
+                                                                  std::size_t bytes);
     virtual void synchronize() = 0;
     virtual StreamStats stream_stats() const { return {}; }
     virtual std::uint64_t live_memory() const = 0;

@@ -232,6 +232,26 @@ std::vector<std::byte> Tensor::to_bytes() const {
     return bytes;
 }
 
+PendingHostCopy Tensor::to_host_later() const {
+    const detail::Storage& storage = defined_storage(storage_, "Tensor::to_host_later");
+    PendingHostCopy copy;
+    copy.tensor_ = *this;
+    copy.finish_ = storage.backend->read_later(storage, 0, bytes());
+    return copy;
+}
+
+std::vector<double> PendingHostCopy::to_double() {
+    if (!finish_) throw Error("PendingHostCopy::to_double: nothing pending (taken already, or never started)");
+    std::vector<std::byte> bytes(tensor_.bytes());
+    const auto finish = std::move(finish_);
+    finish_ = nullptr;
+    finish(bytes);
+    std::vector<double> values(tensor_.size());
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = load_element(tensor_.dtype(), bytes.data(), i);
+    tensor_ = Tensor();
+    return values;
+}
+
 std::vector<double> Tensor::to_double() const {
     const std::vector<std::byte> bytes = to_bytes();
     std::vector<double> values(size());

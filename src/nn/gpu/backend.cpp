@@ -216,6 +216,20 @@ void GpuBackend::write(const Storage& storage, std::size_t offset, std::span<con
     }
 }
 
+std::function<void(std::span<std::byte>)> GpuBackend::read_later(const Storage& storage, std::size_t offset,
+                                                                 std::size_t bytes) {
+    try {
+        return stream_->read_later(buffer_of(storage), offset, bytes);
+    } catch (const gpu::detail::OutOfDeviceMemory&) {
+    }
+    empty_cache();
+    try {
+        return stream_->read_later(buffer_of(storage), offset, bytes);
+    } catch (const gpu::detail::OutOfDeviceMemory& error) {
+        throw OutOfMemory(std::string("gpu: no memory for a download's staging buffer: ") + error.what());
+    }
+}
+
 void GpuBackend::read(const Storage& storage, std::size_t offset, std::span<std::byte> bytes) {
     try {
         stream_->read(buffer_of(storage), offset, bytes);

@@ -80,6 +80,8 @@ public:
     std::shared_ptr<Storage> allocate(std::size_t bytes) override;
     void write(const Storage& storage, std::size_t offset, std::span<const std::byte> bytes) override;
     void read(const Storage& storage, std::size_t offset, std::span<std::byte> bytes) override;
+    std::function<void(std::span<std::byte>)> read_later(const Storage& storage, std::size_t offset,
+                                                         std::size_t bytes) override;
     void synchronize() override;
     StreamStats stream_stats() const override;
     std::uint64_t live_memory() const override;

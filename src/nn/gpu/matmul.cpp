@@ -63,15 +63,16 @@ Geometry geometry(const Tensor& a, const Tensor& b, const Tensor& c, const Matmu
 }
 
 /// Split-K slices for a C of `blocks` workgroups: 1 (none) unless C alone would leave most of a
-/// large GPU idle (batch 1, fewer than 128 blocks) and K is long; then up to 256 workgroups in
-/// all, slices of at least 512 k. Depends on the shape only, so results stay deterministic.
-/// TAPEVM_NN_MATMUL_SPLIT=S forces S slices (1: never split) for measurements.
+/// large GPU idle (batch 1, fewer than 128 blocks) and K is long (512 or more); then up to 256
+/// workgroups in all, slices of at least 128 k. (The small MLP's weight gradients, 64 x 64 over
+/// K = 1,024, took 110 us in one workgroup on the H100.) Depends on the shape only, so results
+/// stay deterministic. TAPEVM_NN_MATMUL_SPLIT=S forces S slices (1: never split) for measurements.
 std::size_t split_slices(const Geometry& g, std::size_t blocks) {
     if (g.batch != 1) return 1;
     if (const char* env = std::getenv("TAPEVM_NN_MATMUL_SPLIT"); env != nullptr)
         return std::max<std::size_t>(1, std::strtoul(env, nullptr, 10));
-    if (blocks >= 128 || g.k < 2048) return 1;
-    return std::min<std::size_t>({(256 + blocks - 1) / blocks, g.k / 512, 64});
+    if (blocks >= 128 || g.k < 512) return 1;
+    return std::min<std::size_t>({(256 + blocks - 1) / blocks, g.k / 128, 64});
 }
 
 /// Records `shader_prefix` + C's dtype with `push` (and split-K where split_slices() says: the

@@ -256,6 +256,31 @@ void Stream::read(const std::shared_ptr<GpuBuffer>& src, std::size_t offset, std
     downloads_.give_back(std::move(staging));
 }
 
+std::function<void(std::span<std::byte>)> Stream::read_later(const std::shared_ptr<GpuBuffer>& src,
+                                                             std::size_t offset, std::size_t bytes) {
+    device_.check_alive();
+    if (bytes == 0) return [](std::span<std::byte>) {};
+    std::shared_ptr<GpuBuffer> staging = downloads_.take(bytes);
+    Batch& batch = current();
+    before_command(batch);
+    batch.commands.copyBuffer(src->buffer.buffer(), staging->buffer.buffer(), vk::BufferCopy(offset, 0, bytes));
+    batch.keep_alive.push_back(src);
+    after_command(batch, download_name);
+    submit();
+    const std::uint64_t number = submitted_;
+    return [this, staging = std::move(staging), number, bytes](std::span<std::byte> out) mutable {
+        if (!staging) throw Error("nn gpu stream: a pending read was taken twice");
+        wait_through(number);
+        std::memcpy(out.data(), staging->buffer.mapped(), std::min(bytes, out.size()));
+        downloads_.give_back(std::move(staging));
+        staging.reset();
+    };
+}
+
+void Stream::wait_through(std::uint64_t number) {
+    while (!in_flight_.empty() && in_flight_.front()->number <= number) wait_for(*in_flight_.front());
+}
+
 void Stream::trim_staging() {
     uploads_.trim();
     downloads_.trim();
@@ -283,6 +308,7 @@ void Stream::submit() {
         gpu::detail::rethrow_work_error("nn gpu stream: cannot submit a batch");
     }
     ++stats_.submissions;
+    batch->number = ++submitted_;
     in_flight_.push_back(std::move(batch));
     if (in_flight_.size() > max_in_flight) wait_for(*in_flight_.front());
 }

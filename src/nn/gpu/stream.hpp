@@ -59,6 +59,11 @@ public:
     void write(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::span<const std::byte> bytes);
     /// Copies bytes of a buffer to the host after the work recorded before (submits, waits).
     void read(const std::shared_ptr<GpuBuffer>& src, std::size_t offset, std::span<std::byte> bytes);
+    /// Records the same copy into a staging buffer and submits without waiting; the returned
+    /// function waits for that batch (and those before it) only, then copies the bytes out.
+    /// It must be called while the stream lives (GpuBackend's handle keeps it).
+    std::function<void(std::span<std::byte>)> read_later(const std::shared_ptr<GpuBuffer>& src, std::size_t offset,
+                                                         std::size_t bytes);
     /// Submits what is recorded and waits for every batch; throws a kernel's error.
     void synchronize();
 
@@ -80,6 +85,7 @@ private:
         std::vector<std::shared_ptr<void>> keep_alive;
         std::vector<std::function<void()>> on_complete;
         bool recording = false;
+        std::uint64_t number = 0;  // submissions before it + 1 (set by submit())
         vk::raii::QueryPool timestamps{nullptr};  // profiling: one before the first command, one after each
         std::vector<const std::string*> names;    // profiling: each command's name
     };
@@ -94,6 +100,7 @@ private:
     void collect_profile(Batch& batch);
     void submit();              // submits the current batch, if it recorded anything
     void wait_for(Batch& batch);  // waits, runs on_complete, recycles
+    void wait_through(std::uint64_t number);  // waits for the batches submitted up to `number`
     void check_errors();
     vk::DescriptorSet allocate_set(Batch& batch);
 
@@ -108,6 +115,7 @@ private:
     gpu::detail::DeviceBuffer errors_;  // host-visible: uint[8], shaders/nn_common.glsl
     BufferPool uploads_, downloads_;
     StreamStats stats_;
+    std::uint64_t submitted_ = 0;  // batches submitted so far
     bool profiling_ = false;
     std::map<std::string, ProfileEntry, std::less<>> profile_;
     double wait_seconds_ = 0, submit_seconds_ = 0;

@@ -38,8 +38,21 @@ Trainer::Trainer(Objective& objective, Optimizer& optimizer, TrainerOptions opti
 }
 
 StepReport Trainer::train_step(const BatchSource& train) {
+    RecordedStep step = record_step(train);
+    return finish_step(step);
+}
+
+StepReport Trainer::finish_step(RecordedStep& step) {
+    double total = 0;
+    for (PendingHostCopy& loss : step.losses) total += loss.to_double()[0];
+    step.report.loss = total / static_cast<double>(step.losses.size());
+    return step.report;
+}
+
+Trainer::RecordedStep Trainer::record_step(const BatchSource& train) {
     const Clock::time_point start = Clock::now();
-    StepReport report;
+    RecordedStep recorded;
+    StepReport& report = recorded.report;
     report.total_steps = options_.steps;
     if (options_.schedule) optimizer_.set_lr(options_.schedule->at(step_));
     report.lr = optimizer_.lr();
@@ -54,9 +67,9 @@ StepReport Trainer::train_step(const BatchSource& train) {
         objective_.backward();
         report.tokens += objective_.count(batch);
     }
-    double total = 0;
-    for (const Tensor& loss : losses) total += loss.to_double()[0];
-    report.loss = total / static_cast<double>(micro);
+    // The losses start their way to the host now: without clipping or loss scaling nothing
+    // below waits for the device, and the host goes on recording while this step runs.
+    for (const Tensor& loss : losses) recorded.losses.push_back(loss.to_host_later());
 
     const bool need_norm = options_.clip > 0 || options_.loss_scaler != nullptr;
     double factor = 1.0 / loss_scale;
@@ -71,7 +84,7 @@ StepReport Trainer::train_step(const BatchSource& train) {
     ++step_;
     report.step = step_;
     report.seconds = seconds_since(start);
-    return report;
+    return recorded;
 }
 
 double Trainer::evaluate(const BatchSource& source, std::size_t batches) {
@@ -90,14 +103,29 @@ StepReport Trainer::fit(const BatchSource& train, const BatchSource& validation,
     if (!train) throw Error("Trainer::fit: no training batches");
     const Clock::time_point start = Clock::now();
     StepReport report;
-    while (step_ < options_.steps) {
-        report = train_step(train);
-        const bool last = step_ == options_.steps;
-        if (validation && options_.eval_interval > 0 && (step_ % options_.eval_interval == 0 || last)) {
-            report.validation_loss = evaluate(validation, options_.eval_batches);
-        }
+    std::optional<RecordedStep> previous;
+    const auto deliver = [&](RecordedStep& step) {
+        report = finish_step(step);
         report.elapsed = seconds_since(start);
-        if (callback) callback(report);
+    };
+    while (step_ < options_.steps) {
+        RecordedStep current = record_step(train);
+        if (previous) {
+            deliver(*previous);
+            previous.reset();
+            if (callback) callback(report);
+        }
+        const bool last = step_ == options_.steps;
+        if (last || (validation && options_.eval_interval > 0 && step_ % options_.eval_interval == 0)) {
+            deliver(current);
+            if (validation && options_.eval_interval > 0) {
+                report.validation_loss = evaluate(validation, options_.eval_batches);
+                report.elapsed = seconds_since(start);
+            }
+            if (callback) callback(report);
+        } else {
+            previous = std::move(current);
+        }
     }
     return report;
 }

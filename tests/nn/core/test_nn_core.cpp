@@ -230,6 +230,18 @@ TEST_CASE("reference device: one instance, its dtypes, unsupported dtypes") {
     CHECK_FALSE(other == device);
 }
 
+TEST_CASE("tensors: to_host_later on the reference and cpu devices: the values when it started") {
+    for (const Device& device : {Device::reference(), Device::cpu({.threads = 2})}) {
+        const std::vector<double> start{1, 2, 3};
+        const Tensor x = device.upload({3}, std::span<const double>(start), device.accumulate_dtype());
+        PendingHostCopy copy = x.to_host_later();
+        fill(x, 5.0);
+        CHECK(copy.to_double() == start);
+        CHECK_THROWS_AS(copy.to_double(), tapevm::Error);
+        CHECK(x.to_double() == std::vector<double>(3, 5.0));
+    }
+}
+
 TEST_CASE("tensors: upload, read back, reshape, describe") {
     const Device device = Device::reference();
     const std::vector<double> values = {1.5, -2.25, 3, 4, 5, 6};

@@ -261,6 +261,33 @@ TEST_CASE("gpu stream: 250 small dispatches then one read; tensors dropped befor
     CHECK(gpu().live_memory() >= 36);
 }
 
+TEST_CASE("gpu to_host_later: the values when it started, while later work runs; taken once") {
+    const std::vector<double> start{1, 2, 3, 4, 5};
+    const Tensor x = gpu().upload({5}, std::span<const double>(start), DType::f32);
+    const Tensor h = gpu().upload({5}, std::span<const double>(start), DType::f16);
+    PendingHostCopy before = x.to_host_later();
+    PendingHostCopy half = h.to_host_later();
+    CHECK(before.pending());
+    const std::uint64_t waits = gpu().stream_stats().waits;
+    // Work recorded after the copies started: it overwrites both tensors, and the copies must
+    // not see it (nor wait for it: no wait happens before to_double()).
+    const Tensor quarter = gpu().upload({5}, std::span<const double>(std::vector<double>(5, 0.25)), DType::f32);
+    fill(x, 7.0);
+    for (int i = 0; i < 300; ++i) add_assign(x, quarter);  // more than one batch of commands
+    fill(h, -1.0);
+    CHECK(gpu().stream_stats().waits == waits);
+    CHECK(before.to_double() == start);
+    CHECK(half.to_double() == start);
+    CHECK_FALSE(before.pending());
+    CHECK_THROWS_AS(before.to_double(), tapevm::Error);
+    CHECK(x.to_double() == std::vector<double>(5, 7.0 + 300 * 0.25));
+    CHECK(h.to_double() == std::vector<double>(5, -1.0));
+    // A copy dropped without being taken costs nothing and breaks nothing.
+    { const PendingHostCopy dropped = x.to_host_later(); }
+    CHECK_THROWS_AS(PendingHostCopy().to_double(), tapevm::Error);
+    gpu().synchronize();
+}
+
 TEST_CASE("gpu device error buffer: a kernel's error is thrown at the next wait; the device stays usable") {
     auto& gpu_backend = backend();
     const char* source = R"(#version 450

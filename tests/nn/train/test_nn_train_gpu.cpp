@@ -100,3 +100,52 @@ TEST_CASE("gpu: KV-cache decoding equals the full forward pass") {
     REQUIRE(decoded.size() == full.size());
     for (std::size_t i = 0; i < full.size(); ++i) CHECK(decoded[i] == doctest::Approx(full[i]).epsilon(1e-4));
 }
+
+// Trainer::fit reads each step's loss while the next step runs (no clipping, no loss scaling:
+// nothing else waits), and evaluates before recording the step after an evaluation step. The
+// same run through train_step() and evaluate() one at a time must report the same numbers.
+TEST_CASE("gpu: fit's overlapped loss reads report what train_step and evaluate report one at a time") {
+    const CharCorpus corpus(cycle_text(2000));
+    const GPTConfig config{.vocab = corpus.vocab_size(), .context = 8, .layers = 1, .heads = 2, .kv_heads = 2,
+                           .dim = 16, .seed = 5};
+    const Device device = Device::gpu();
+    struct Record {
+        std::size_t step;
+        double loss;
+        std::optional<double> validation;
+    };
+    const auto run = [&](bool use_fit) {
+        GPT model(device, config);
+        AdamW optimizer(model.parameters(), {.lr = 3e-3});
+        LanguageModelObjective objective(model);
+        TrainerOptions options;
+        options.steps = 7;
+        options.eval_interval = 3;
+        options.eval_batches = 1;
+        Trainer trainer(objective, optimizer, options);
+        const BatchSource train = corpus.source(device, false, 2, config.context, 3);
+        const BatchSource validation = corpus.source(device, true, 2, config.context, 3);
+        std::vector<Record> records;
+        if (use_fit) {
+            trainer.fit(train, validation, [&](const StepReport& r) { records.push_back({r.step, r.loss, r.validation_loss}); });
+        } else {
+            while (trainer.step() < options.steps) {
+                const StepReport r = trainer.train_step(train);
+                std::optional<double> v;
+                if (r.step % 3 == 0 || r.step == options.steps) v = trainer.evaluate(validation, 1);
+                records.push_back({r.step, r.loss, v});
+            }
+        }
+        return records;
+    };
+    const std::vector<Record> fitted = run(true), stepped = run(false);
+    REQUIRE(fitted.size() == 7);
+    REQUIRE(stepped.size() == 7);
+    for (std::size_t i = 0; i < 7; ++i) {
+        INFO("step " << i + 1);
+        CHECK(fitted[i].step == i + 1);
+        CHECK(fitted[i].loss == stepped[i].loss);
+        CHECK(fitted[i].validation.has_value() == stepped[i].validation.has_value());
+        if (fitted[i].validation && stepped[i].validation) CHECK(*fitted[i].validation == *stepped[i].validation);
+    }
+}

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -49,6 +50,7 @@ float bfloat_to_float(std::uint16_t bits);
 double round_to(DType dtype, double value);
 
 class Device;
+class PendingHostCopy;
 namespace detail {
 class Backend;
 struct Storage;
@@ -83,6 +85,10 @@ public:
     std::vector<std::int32_t> to_int() const;
     /// The raw bytes in the tensor's dtype (bytes() of them).
     std::vector<std::byte> to_bytes() const;
+    /// Starts a host copy and returns without waiting (PendingHostCopy below): on the gpu
+    /// device the copy is recorded after the work before it and submitted; the CPU devices
+    /// copy at once.
+    PendingHostCopy to_host_later() const;
     /// Overwrites the whole tensor from host values converted to its dtype (ShapeError unless
     /// exactly size() values). Ordered after the work recorded before it.
     void assign(std::span<const double> values) const;
@@ -103,6 +109,23 @@ private:
     std::shared_ptr<detail::Storage> storage_;
     Shape shape_;
     DType dtype_ = DType::f32;
+};
+
+/// A host copy on its way (Tensor::to_host_later()). to_double() waits only for the work
+/// recorded before the copy started, not for what was recorded since: a training loop reads
+/// step n's loss while step n + 1 runs. It holds the tensor (and so its device) until taken;
+/// taken once (a second to_double() throws tapevm::Error).
+class PendingHostCopy {
+public:
+    PendingHostCopy() = default;
+    /// True until to_double() took the values.
+    bool pending() const { return static_cast<bool>(finish_); }
+    std::vector<double> to_double();
+
+private:
+    friend class Tensor;
+    Tensor tensor_;
+    std::function<void(std::span<std::byte>)> finish_;
 };
 
 }  // namespace tapevm::nn

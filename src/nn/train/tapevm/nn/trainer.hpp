@@ -99,7 +99,10 @@ class Trainer {
 public:
     Trainer(Objective& objective, Optimizer& optimizer, TrainerOptions options);
 
-    /// Runs steps from step() to options.steps; returns the last report.
+    /// Runs steps from step() to options.steps; returns the last report. The callback of step
+    /// n runs once step n + 1 is recorded (its loss is read while step n + 1 runs: no idle
+    /// device between steps), except at evaluation steps and the last, where it runs before
+    /// the next step is recorded, so that the evaluation sees the parameters of step n.
     StepReport fit(const BatchSource& train, const BatchSource& validation = {},
                    const std::function<void(const StepReport&)>& callback = {});
     /// One optimizer step on batches step() x accumulation ...
@@ -119,6 +122,14 @@ public:
     void load_checkpoint(const std::filesystem::path& path);
 
 private:
+    /// A step recorded, its losses on their way to the host.
+    struct RecordedStep {
+        StepReport report;
+        std::vector<PendingHostCopy> losses;
+    };
+    RecordedStep record_step(const BatchSource& train);
+    static StepReport finish_step(RecordedStep& step);
+
     Objective& objective_;
     Optimizer& optimizer_;
     TrainerOptions options_;
