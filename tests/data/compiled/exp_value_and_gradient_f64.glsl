@@ -15,6 +15,7 @@ layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };
 bool tvc_truth(REAL x) { return !(x == REAL(0)); }
 
 void main() {
+    uint tv_hide = pc.points >> 31u;
     uint local_lane = gl_LocalInvocationID.x;
     uint group_first = gl_WorkGroupID.x * 64u;
     uint group_points = min(64u, pc.points - group_first);

@@ -19,6 +19,7 @@ shared REAL tile[576];
 bool tvc_truth(REAL x) { return !(x == REAL(0)); }
 
 void main() {
+    uint tv_hide = pc.points >> 31u;
     uint local_lane = gl_LocalInvocationID.x;
     uint group_first = gl_WorkGroupID.x * 64u;
     uint group_points = min(64u, pc.points - group_first);
@@ -81,7 +82,7 @@ void main() {
     REAL v9 = tv_value_mul(v3, v6);
     REAL v10 = tv_value_add(v8, v9);
     REAL v11 = tv_value_sub(v10, v7);
-    REAL v12 = uintBitsToFloat(0x00000000u) /* 0 */;
+    REAL v12 = uintBitsToFloat((0x00000000u ^ tv_hide)) /* 0 */;
     REAL v13 = tv_value_gt(v2, v12);
     REAL sin2, cos2;
     tv_sincos(v2, sin2, cos2);
@@ -106,7 +107,7 @@ void main() {
     REAL p18_0 = v19;
     precise REAL g1_1 = tv_contribution(p18_0, g1_18);
     REAL v20 = tv_value_add(v18, v19);
-    REAL v21 = uintBitsToFloat(0x40400000u) /* 3 */;
+    REAL v21 = uintBitsToFloat((0x40400000u ^ tv_hide)) /* 3 */;
     barrier();
     tile[local_lane * 9u + 0u] = g0_0;
     tile[local_lane * 9u + 1u] = g0_1;

@@ -18,6 +18,7 @@ shared REAL tile[192];
 bool tvc_truth(REAL x) { return !(x == REAL(0)); }
 
 void main() {
+    uint tv_hide = pc.points >> 31u;
     uint local_lane = gl_LocalInvocationID.x;
     uint group_first = gl_WorkGroupID.x * 64u;
     uint group_points = min(64u, pc.points - group_first);
@@ -56,7 +57,7 @@ void main() {
     REAL p2_0 = cos0;
     precise REAL c0_2_0 = tv_contribution(p2_0, g0_2);
     REAL v4 = tv_value_mul(v2, v3);
-    REAL v5 = uintBitsToFloat(0x40000000u) /* 2 */;
+    REAL v5 = uintBitsToFloat((0x40000000u ^ tv_hide)) /* 2 */;
     REAL v6 = tv_value_add(v0, v5);
     REAL v7 = tv_value_div(v1, v6);
     REAL p7_0, p7_1;

@@ -19,6 +19,7 @@ shared REAL tile[192];
 bool tvc_truth(REAL x) { return !(x == REAL(0)); }
 
 void main() {
+    uint tv_hide = pc.points >> 31u;
     uint local_lane = gl_LocalInvocationID.x;
     uint group_first = gl_WorkGroupID.x * 64u;
     uint group_points = min(64u, pc.points - group_first);
@@ -44,7 +45,7 @@ void main() {
     Dual v2 = Dual(sin0, tv_contribution(cos0, v0.t));
     Dual v3 = Dual(cos0, tv_contribution(-sin0, v0.t));
     Dual v4 = td_value_mul(v2, v3, td_const(REAL(0)), 0);
-    Dual v5 = td_const(uintBitsToFloat(0x40000000u) /* 2 */);
+    Dual v5 = td_const(uintBitsToFloat((0x40000000u ^ tv_hide)) /* 2 */);
     Dual v6 = td_value_add(v0, v5, td_const(REAL(0)), 0);
     Dual v7 = td_value_div(v1, v6, td_const(REAL(0)), 0);
     Dual v8 = td_value_add(v4, v7, td_const(REAL(0)), 0);

@@ -17,6 +17,7 @@ shared REAL tile[192];
 bool tvc_truth(REAL x) { return !(x == REAL(0)); }
 
 void main() {
+    uint tv_hide = pc.points >> 31u;
     uint local_lane = gl_LocalInvocationID.x;
     uint group_first = gl_WorkGroupID.x * 64u;
     uint group_points = min(64u, pc.points - group_first);
@@ -42,7 +43,7 @@ void main() {
     REAL v2 = sin0;
     REAL v3 = cos0;
     REAL v4 = tv_value_mul(v2, v3);
-    REAL v5 = packDouble2x32(uvec2(0x00000000u, 0x40000000u)) /* 2 */;
+    REAL v5 = packDouble2x32(uvec2((0x00000000u ^ tv_hide), (0x40000000u ^ tv_hide))) /* 2 */;
     REAL v6 = tv_value_add(v0, v5);
     REAL v7 = tv_value_div(v1, v6);
     REAL v8 = tv_value_add(v4, v7);
