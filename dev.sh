@@ -7,6 +7,7 @@
 #   ./dev.sh deps             only install what is missing
 #
 # `test` runs, in order, continuing past a failure so that one run reports everything:
+#   0. format     every tracked C++ file as .clang-format lays it out (clang-format-14)
 #   1. release    build/ with g++ (warnings are errors), meson test
 #   2. sanitizers build-asan/ with clang++ 14, AddressSanitizer + UndefinedBehaviorSanitizer,
 #                 the same suite less suite shader_variants (run_tests_sanitized); the CPU VM's
@@ -30,7 +31,8 @@
 #                 of tests/concurrency/tsan.supp (the Vulkan loader, validation layer and
 #                 lavapipe): a data race fails it (docs/THREADS.md)
 # and ends with one line "N passed, M failed": N and M count Meson tests of steps 1, 2, 6 and 7
-# plus one per consumer and one per fuzz target; a build that fails counts as one failure.
+# plus one per consumer, one per fuzz target and one for the format check; a build that fails
+# counts as one failure.
 #
 # Running it again is fast: configured build folders are reused (ninja re-runs Meson when a
 # meson.build changes); a folder is set up again only when its compiler, options or the Meson
@@ -61,6 +63,8 @@ readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
 # What the fuzz step needs on top: LLVM's libFuzzer (clang's -fsanitize=fuzzer links the
 # copy in libclang-rt-14-dev; this package adds libFuzzer's own library and headers).
 readonly FUZZ_PACKAGES=(libfuzzer-14-dev)
+# What the format check needs: clang-format 14 (the layout is .clang-format's).
+readonly FORMAT_PACKAGES=(clang-format-14)
 
 # The instruction sets this machine runs (sse2, avx2 with fma, avx512 f/dq/bw/vl: what
 # tapevm::cpu::supported_isas() checks). The release build (step 1) compiles the CPU VM's kernels
@@ -235,6 +239,17 @@ run_tests_tsan() {
         TAPEVM_VULKAN_VALIDATION=0 run_tests "$BUILD_TSAN" --no-rebuild --suite concurrency
 }
 
+# Every tracked C++ file is laid out as .clang-format says (subprojects/ aside, and
+# shaders/push_constants.h, which GLSL includes too). A file that is not prints clang-format's
+# diagnostics; `clang-format-14 -i FILE` fixes it.
+check_format() {
+    local files
+    mapfile -t files < <(git -C "$ROOT" ls-files '*.cpp' '*.hpp' '*.h' '*.inc' |
+        grep -v -e '^subprojects/' -e '^shaders/push_constants\.h$')
+    ((${#files[@]} > 0)) || die "no C++ files found by git ls-files in $ROOT"
+    (cd "$ROOT" && clang-format-14 --dry-run --Werror "${files[@]}")
+}
+
 # Installs build/ into a staging folder and builds and runs tests/consumer_pkgconfig against
 # it. The installed tapevm.pc names the real prefix (/usr/local); a copy of it with the
 # staging folder's prefix is what the consumer finds. (PKG_CONFIG_SYSROOT_DIR would also put
@@ -365,8 +380,9 @@ test_step() {
 }
 
 cmd_test() {
-    ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}"
+    ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${FORMAT_PACKAGES[@]}"
     local start=$SECONDS release_built=false
+    count_step "format (clang-format-14 --dry-run --Werror, .clang-format)" check_format
     build_step "release build (g++, build/)" build_release
     if ((step_status == 0)); then
         release_built=true

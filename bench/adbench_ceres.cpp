@@ -68,7 +68,8 @@ public:
                 for (std::size_t r = 0; r < 2; ++r) {
                     double* row = rows + r * n;
                     for (std::size_t i = 0; i < 11; ++i) row[i] = camera_jacobian[r * 11 + i];
-                    for (std::size_t i = 0; i < 3; ++i) row[examples::ba_point + i] = point_jacobian[r * 3 + i];
+                    for (std::size_t i = 0; i < 3; ++i)
+                        row[examples::ba_point + i] = point_jacobian[r * 3 + i];
                     row[examples::ba_weight] = weight_jacobian[r];
                 }
             }
@@ -91,7 +92,8 @@ public:
     }
     bool weight_in_parts() const override { return true; }
     std::string name() const override {
-        return "ceres autodiff (jets, " + std::to_string(pool_.threads()) + (pool_.threads() == 1 ? " thread)" : " threads)");
+        return "ceres autodiff (jets, " + std::to_string(pool_.threads()) +
+               (pool_.threads() == 1 ? " thread)" : " threads)");
     }
 
 private:

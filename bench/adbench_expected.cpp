@@ -14,8 +14,11 @@ namespace tapevm::bench::adbench {
 namespace {
 
 // The numbers of the array stored under `key`.
-std::vector<double> number_array(const nlohmann::json& json, const std::string& key, const std::string& name) {
-    const auto fail = [&](const std::string& what) -> void { throw Error(name + ": \"" + key + "\": " + what); };
+std::vector<double> number_array(const nlohmann::json& json, const std::string& key,
+                                 const std::string& name) {
+    const auto fail = [&](const std::string& what) -> void {
+        throw Error(name + ": \"" + key + "\": " + what);
+    };
     const auto found = json.find(key);
     if (found == json.end()) fail("missing");
     if (!found->is_array()) fail("expected an array of numbers");
@@ -40,7 +43,8 @@ BaExpected parse_ba_expected(std::string_view text, const std::string& name) {
     if (ba == json.end() || !ba->is_object())
         throw Error(name + ": \"ba\": missing (an object holding the expected values)");
     BaExpected expected;
-    expected.reprojection_errors = number_array(*ba, "objective_calculation_correctness:expected_reproj_err", name);
+    expected.reprojection_errors =
+        number_array(*ba, "objective_calculation_correctness:expected_reproj_err", name);
     expected.weight_errors = number_array(*ba, "objective_calculation_correctness:expected_weight_err", name);
     expected.jacobian_values = number_array(*ba, "jacobian_calculation_correctness:expected_J_values", name);
     return expected;

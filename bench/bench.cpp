@@ -68,11 +68,14 @@ Record measure(Runner& runner, std::string_view backend, const Problem& problem,
     // 345-1980 MHz during short records).
     support::warm_up(config.warmup_seconds, [&] { runner.run(); });
     std::vector<double> device_ns;
-    const std::vector<double> seconds = support::timed_runs(config.repeats, [&] { runner.run(); }, [&] {
-        if (const double device = runner.device_seconds(); !std::isnan(device))
-            device_ns.push_back(device * 1e9 / static_cast<double>(points.count));
-    });
-    for (const double run : seconds) record.runs_ns_per_point.push_back(run * 1e9 / static_cast<double>(points.count));
+    const std::vector<double> seconds = support::timed_runs(
+        config.repeats, [&] { runner.run(); },
+        [&] {
+            if (const double device = runner.device_seconds(); !std::isnan(device))
+                device_ns.push_back(device * 1e9 / static_cast<double>(points.count));
+        });
+    for (const double run : seconds)
+        record.runs_ns_per_point.push_back(run * 1e9 / static_cast<double>(points.count));
     if (!device_ns.empty()) record.device_ns_per_point = median(device_ns);
     record.ns_per_point = median(record.runs_ns_per_point);
     record.min_ns_per_point =

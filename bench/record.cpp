@@ -88,7 +88,8 @@ void write_json(std::span<const Record> records, std::ostream& out) {
             {"device_ns_per_point", r.device_ns_per_point},
         };
         // One record per line; bytes that are not UTF-8 (a device name) become U+FFFD.
-        out << (i == 0 ? "\n  " : ",\n  ") << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        out << (i == 0 ? "\n  " : ",\n  ")
+            << record.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     }
     out << (records.empty() ? "]\n" : "\n]\n");
 }

@@ -26,7 +26,8 @@ constexpr std::size_t jacobian_per_observation = residual_size * inputs_per_obse
 /// for this tape (cpu_reprojection_block_lanes).
 constexpr std::size_t cpu_block_lanes = 128;
 
-using AutoDiffCost = ::ceres::AutoDiffCostFunction<AutoDiffReprojection, residual_size, camera_size, point_size>;
+using AutoDiffCost =
+    ::ceres::AutoDiffCostFunction<AutoDiffReprojection, residual_size, camera_size, point_size>;
 
 const std::string where = "tapevm::ceres::BaResiduals";
 
@@ -42,9 +43,11 @@ class BatchedReprojection;
 /// (bitwise: -0.0 and 0.0 differ, a NaN differs from itself), without a call to memcmp.
 inline bool same_values(const double* camera, const double* x, const double* point) {
     std::uint64_t differ = 0;
-    for (int i = 0; i < camera_size; ++i) differ |= std::bit_cast<std::uint64_t>(camera[i]) ^ std::bit_cast<std::uint64_t>(x[i]);
+    for (int i = 0; i < camera_size; ++i)
+        differ |= std::bit_cast<std::uint64_t>(camera[i]) ^ std::bit_cast<std::uint64_t>(x[i]);
     for (int i = 0; i < point_size; ++i)
-        differ |= std::bit_cast<std::uint64_t>(point[i]) ^ std::bit_cast<std::uint64_t>(x[examples::ba_point + i]);
+        differ |=
+            std::bit_cast<std::uint64_t>(point[i]) ^ std::bit_cast<std::uint64_t>(x[examples::ba_point + i]);
     return differ == 0;
 }
 
@@ -77,8 +80,7 @@ struct BaResiduals::State {
 
 /// One observation's block: copies from the adapter's buffers when they hold this block's
 /// parameters, else computes with Jets.
-class BatchedReprojection final
-    : public ::ceres::SizedCostFunction<residual_size, camera_size, point_size> {
+class BatchedReprojection final : public ::ceres::SizedCostFunction<residual_size, camera_size, point_size> {
 public:
     BatchedReprojection(const BaResiduals::State& state, std::size_t index) : state_(state), index_(index) {}
 
@@ -87,7 +89,8 @@ public:
 
     bool Evaluate(double const* const* parameters, double* residuals, double** jacobians) const override {
         const BaResiduals::State& s = state_;
-        const bool want_jacobians = jacobians != nullptr && (jacobians[0] != nullptr || jacobians[1] != nullptr);
+        const bool want_jacobians =
+            jacobians != nullptr && (jacobians[0] != nullptr || jacobians[1] != nullptr);
         const double* x = s.inputs.data() + slot_ * inputs_per_observation;
         prefetch_ahead(s);
         const bool prepared = (want_jacobians ? s.have_jacobians : (s.have_values || s.have_jacobians)) &&
@@ -101,9 +104,11 @@ public:
                 const double* row = jacobian + r * inputs_per_observation;
                 residuals[r] = weight * row[examples::ba_weight];
                 if (!want_jacobians) continue;
-                if (jacobians[0] != nullptr) std::memcpy(jacobians[0] + r * camera_size, row, camera_size * sizeof(double));
+                if (jacobians[0] != nullptr)
+                    std::memcpy(jacobians[0] + r * camera_size, row, camera_size * sizeof(double));
                 if (jacobians[1] != nullptr)
-                    std::memcpy(jacobians[1] + r * point_size, row + examples::ba_point, point_size * sizeof(double));
+                    std::memcpy(jacobians[1] + r * point_size, row + examples::ba_point,
+                                point_size * sizeof(double));
             }
         } else {
             for (int r = 0; r < residual_size; ++r) residuals[r] = s.values[slot_ * residual_size + r];
@@ -213,7 +218,8 @@ BaResiduals::~BaResiduals() = default;
                     std::to_string(point_size));
     if (camera.data() == point.data()) throw Error(call + ": camera and point are the same parameter block");
     if (!std::isfinite(weight)) throw Error(call + ": weight is not finite");
-    if (!std::isfinite(feature[0]) || !std::isfinite(feature[1])) throw Error(call + ": feature is not finite");
+    if (!std::isfinite(feature[0]) || !std::isfinite(feature[1]))
+        throw Error(call + ": feature is not finite");
 
     State& s = *state_;
     const std::size_t index = s.cameras.size();
@@ -233,10 +239,12 @@ void BaResiduals::check_problem(const ::ceres::Problem& problem) {
     std::vector<::ceres::ResidualBlockId> ids;
     problem.GetResidualBlocks(&ids);
     for (std::size_t i = 0; i < ids.size(); ++i) {
-        const auto* block = dynamic_cast<const BatchedReprojection*>(problem.GetCostFunctionForResidualBlock(ids[i]));
+        const auto* block =
+            dynamic_cast<const BatchedReprojection*>(problem.GetCostFunctionForResidualBlock(ids[i]));
         if (block == nullptr || block->owner() != state_.get())
-            throw Error(call + ": residual block " + std::to_string(i) +
-                        " is not a BA reprojection block of this adapter (add blocks with add_residual_block)");
+            throw Error(
+                call + ": residual block " + std::to_string(i) +
+                " is not a BA reprojection block of this adapter (add blocks with add_residual_block)");
         std::vector<double*> blocks;
         problem.GetParameterBlocksForResidualBlock(ids[i], &blocks);
         if (blocks.size() != 2 || problem.ParameterBlockSize(blocks[0]) != camera_size ||
@@ -245,8 +253,9 @@ void BaResiduals::check_problem(const ::ceres::Problem& problem) {
                         ": parameter blocks are not a camera of 11 and a point of 3 values");
     }
     if (ids.size() != state_->blocks.size())
-        throw Error(call + ": the problem has " + std::to_string(ids.size()) + " residual blocks, the adapter added " +
-                    std::to_string(state_->blocks.size()) + " (a block was removed)");
+        throw Error(call + ": the problem has " + std::to_string(ids.size()) +
+                    " residual blocks, the adapter added " + std::to_string(state_->blocks.size()) +
+                    " (a block was removed)");
     if (state_->laid_out != state_->blocks.size()) lay_out(*state_);
 }
 

@@ -65,22 +65,31 @@ Arguments parse(int argc, char** argv) {
             char* end = nullptr;
             const long n = std::strtol(text.c_str(), &end, 10);
             if (text.empty() || *end != '\0' || n < low || n > high)
-                throw tapevm::Error(std::string(arg) + ": expected a whole number in [" + std::to_string(low) + ", " +
-                                    std::to_string(high) + "], found '" + text + "'");
+                throw tapevm::Error(std::string(arg) + ": expected a whole number in [" +
+                                    std::to_string(low) + ", " + std::to_string(high) + "], found '" + text +
+                                    "'");
             return n;
         };
-        if (arg == "--threads") a.threads = static_cast<unsigned>(number(1, 1024));
-        else if (arg == "--iterations") a.iterations = static_cast<int>(number(1, 1000));
-        else if (arg == "--repeat") a.repeat = static_cast<unsigned>(number(1, 100));
+        if (arg == "--threads")
+            a.threads = static_cast<unsigned>(number(1, 1024));
+        else if (arg == "--iterations")
+            a.iterations = static_cast<int>(number(1, 1000));
+        else if (arg == "--repeat")
+            a.repeat = static_cast<unsigned>(number(1, 100));
         else if (arg == "--device") {
             const std::string d = value();
-            if (d == "cpu") a.device = tapevm::ceres::Device::cpu;
-            else if (d == "gpu") a.device = tapevm::ceres::Device::gpu;
-            else throw tapevm::Error("--device: expected cpu or gpu, found '" + d + "'");
+            if (d == "cpu")
+                a.device = tapevm::ceres::Device::cpu;
+            else if (d == "gpu")
+                a.device = tapevm::ceres::Device::gpu;
+            else
+                throw tapevm::Error("--device: expected cpu or gpu, found '" + d + "'");
         } else if (arg == "--solver") {
             a.solver = value();
             if (a.solver != "dense_schur" && a.solver != "sparse_schur" && a.solver != "iterative_schur")
-                throw tapevm::Error("--solver: expected dense_schur, sparse_schur or iterative_schur, found '" + a.solver + "'");
+                throw tapevm::Error(
+                    "--solver: expected dense_schur, sparse_schur or iterative_schur, found '" + a.solver +
+                    "'");
         } else if (arg == "--route") {
             a.route = value();
             if (a.route != "both" && a.route != "tapevm" && a.route != "autodiff")
@@ -88,8 +97,10 @@ Arguments parse(int argc, char** argv) {
         } else if (arg == "--help" || arg == "-h") {
             std::fputs(usage, stdout);
             std::exit(0);
-        } else if (!arg.empty() && arg[0] != '-' && a.file.empty()) a.file = arg;
-        else throw tapevm::Error("unknown argument '" + std::string(arg) + "'");
+        } else if (!arg.empty() && arg[0] != '-' && a.file.empty())
+            a.file = arg;
+        else
+            throw tapevm::Error("unknown argument '" + std::string(arg) + "'");
     }
     if (a.file.empty()) throw tapevm::Error("no instance file given");
     return a;
@@ -123,12 +134,14 @@ public:
     }
 
 private:
-    static constexpr double values_[30] = {1, -1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
-                                           16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
+    static constexpr double values_[30] = {1,  -1, 1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13,
+                                           14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28};
 };
 
 const char* route_name(Route route) {
-    return route == Route::autodiff ? "ceres autodiff (jets)" : route == Route::tapevm ? "tapevm" : "floor (constant block)";
+    return route == Route::autodiff ? "ceres autodiff (jets)"
+           : route == Route::tapevm ? "tapevm"
+                                    : "floor (constant block)";
 }
 
 /// One solve from the problem's initial values.
@@ -137,7 +150,8 @@ Result solve(const BaProblem& problem, const Arguments& a, Route route) {
     std::unique_ptr<tapevm::ceres::BaResiduals> adapter;
     ceres::Problem::Options problem_options;
     if (route == Route::tapevm) {
-        adapter = std::make_unique<tapevm::ceres::BaResiduals>(tapevm::ceres::Options{a.device, a.threads, ""});
+        adapter =
+            std::make_unique<tapevm::ceres::BaResiduals>(tapevm::ceres::Options{a.device, a.threads, ""});
         problem_options.evaluation_callback = adapter.get();
     }
     Result result;
@@ -151,8 +165,9 @@ Result solve(const BaProblem& problem, const Arguments& a, Route route) {
                 adapter->add_residual_block(ceres_problem, {camera, tapevm::ceres::camera_size},
                                             {point, tapevm::ceres::point_size}, problem.weights[k], feature);
             else if (route == Route::autodiff)
-                ceres_problem.AddResidualBlock(tapevm::ceres::make_autodiff_reprojection(problem.weights[k], feature),
-                                               nullptr, camera, point);
+                ceres_problem.AddResidualBlock(
+                    tapevm::ceres::make_autodiff_reprojection(problem.weights[k], feature), nullptr, camera,
+                    point);
             else
                 ceres_problem.AddResidualBlock(new ConstantBlock, nullptr, camera, point);
         }
@@ -164,20 +179,24 @@ Result solve(const BaProblem& problem, const Arguments& a, Route route) {
         const tapevm::ceres::Timings& t = adapter->timings();
         const double calls = static_cast<double>(std::max<std::size_t>(1, t.value_calls + t.jacobian_calls));
         result.gather_per_evaluation = t.gather / calls;
-        result.batched_per_evaluation = t.jacobians / static_cast<double>(std::max<std::size_t>(1, t.jacobian_calls));
+        result.batched_per_evaluation =
+            t.jacobians / static_cast<double>(std::max<std::size_t>(1, t.jacobian_calls));
     }
     result.evaluator = adapter ? "tapevm " + adapter->evaluator_name() : route_name(route);
-    result.jacobian_per_evaluation = s.jacobian_evaluation_time_in_seconds / std::max(1, s.num_jacobian_evaluations);
-    result.residual_per_evaluation = s.residual_evaluation_time_in_seconds / std::max(1, s.num_residual_evaluations);
+    result.jacobian_per_evaluation =
+        s.jacobian_evaluation_time_in_seconds / std::max(1, s.num_jacobian_evaluations);
+    result.residual_per_evaluation =
+        s.residual_evaluation_time_in_seconds / std::max(1, s.num_residual_evaluations);
     return result;
 }
 
 int run(const Arguments& a) {
     const BaProblem problem = tapevm::bench::adbench::replicate(tapevm::bench::adbench::read_ba_file(a.file));
-    std::printf("%s: %zu cameras, %zu points, %zu observations; %s, %d iterations at most, %u threads, %u repeats "
-                "(routes alternating)\n",
-                a.file.c_str(), problem.cameras, problem.points, problem.observations, a.solver.c_str(),
-                a.iterations, a.threads, a.repeat);
+    std::printf(
+        "%s: %zu cameras, %zu points, %zu observations; %s, %d iterations at most, %u threads, %u repeats "
+        "(routes alternating)\n",
+        a.file.c_str(), problem.cameras, problem.points, problem.observations, a.solver.c_str(), a.iterations,
+        a.threads, a.repeat);
     std::vector<Route> routes;
     if (a.route != "tapevm") routes.push_back(Route::autodiff);
     if (a.route != "autodiff") routes.push_back(Route::tapevm);
@@ -197,9 +216,11 @@ int run(const Arguments& a) {
             s.gather.push_back(s.last.gather_per_evaluation);
             s.batched.push_back(s.last.batched_per_evaluation);
         }
-    std::printf("%-34s %13s %13s %5s %-15s %6s %12s %12s %9s %8s %10s %10s\n", "route", "initial cost", "final cost",
-                "iter", "termination", "J evs", "J ms/ev med", "r ms/ev med", "solve s", "J ratio", "gather ms", "batch J ms");
-    const double autodiff_jacobian = routes[0] == Route::autodiff ? tapevm::support::median(samples[0].jacobian) : 0;
+    std::printf("%-34s %13s %13s %5s %-15s %6s %12s %12s %9s %8s %10s %10s\n", "route", "initial cost",
+                "final cost", "iter", "termination", "J evs", "J ms/ev med", "r ms/ev med", "solve s",
+                "J ratio", "gather ms", "batch J ms");
+    const double autodiff_jacobian =
+        routes[0] == Route::autodiff ? tapevm::support::median(samples[0].jacobian) : 0;
     for (std::size_t i = 0; i < routes.size(); ++i) {
         const Samples& m = samples[i];
         const double j = tapevm::support::median(m.jacobian);
@@ -207,11 +228,12 @@ int run(const Arguments& a) {
         const std::string ratio = routes[i] != Route::autodiff && autodiff_jacobian > 0
                                       ? std::to_string(autodiff_jacobian / j).substr(0, 5) + "x"
                                       : "";
-        std::printf("%-34s %13.6e %13.6e %5d %-15s %6d %12.3f %12.3f %9.3f %8s %10.3f %10.3f\n", m.last.evaluator.c_str(),
-                    s.initial_cost, s.final_cost, static_cast<int>(s.iterations.size()) - 1,
-                    ceres::TerminationTypeToString(s.termination_type), s.num_jacobian_evaluations, 1e3 * j,
-                    1e3 * tapevm::support::median(m.residual), tapevm::support::median(m.total), ratio.c_str(),
-                    1e3 * tapevm::support::median(m.gather), 1e3 * tapevm::support::median(m.batched));
+        std::printf(
+            "%-34s %13.6e %13.6e %5d %-15s %6d %12.3f %12.3f %9.3f %8s %10.3f %10.3f\n",
+            m.last.evaluator.c_str(), s.initial_cost, s.final_cost, static_cast<int>(s.iterations.size()) - 1,
+            ceres::TerminationTypeToString(s.termination_type), s.num_jacobian_evaluations, 1e3 * j,
+            1e3 * tapevm::support::median(m.residual), tapevm::support::median(m.total), ratio.c_str(),
+            1e3 * tapevm::support::median(m.gather), 1e3 * tapevm::support::median(m.batched));
     }
     return 0;
 }

@@ -56,9 +56,9 @@ options:
                   tape compiler's compile times: inspect FILE --plan --compile)
 )";
 
-constexpr OptionSpec options[] = {{"--workload", true},     {"--mode", true},    {"--backend", true},
-                                  {"--precision", true},    {"--threads", true}, {"--points", true},
-                                  {"--repeats", true},      {"--json", true},    {"--list", false},
+constexpr OptionSpec options[] = {{"--workload", true},     {"--mode", true},       {"--backend", true},
+                                  {"--precision", true},    {"--threads", true},    {"--points", true},
+                                  {"--repeats", true},      {"--json", true},       {"--list", false},
                                   {"--write-inputs", true}, {"--write-tape", true}, {"--help", false}};
 
 void list(std::ostream& out) {

@@ -56,8 +56,9 @@ options:
   --json FILE     also write the records as JSON
 )";
 
-constexpr OptionSpec options[] = {{"--device", true}, {"--dtype", true}, {"--only", true},  {"--repeats", true},
-                                  {"--quick", false}, {"--sweep", false}, {"--json", true}, {"--help", false}};
+constexpr OptionSpec options[] = {{"--device", true},  {"--dtype", true},  {"--only", true},
+                                  {"--repeats", true}, {"--quick", false}, {"--sweep", false},
+                                  {"--json", true},    {"--help", false}};
 
 struct Record {
     std::string group, kernel, shape, dtype;
@@ -179,9 +180,10 @@ public:
         if (on_record) on_record(records);
     }
 
-    void time(const std::string& group, const std::string& kernel, const std::string& shape, DType dtype, double flops,
-              double bytes, const std::function<void()>& call) {
-        add({group, kernel, shape, std::string(dtype_name(dtype)), time_calls(device_, call, repeats_), flops, bytes});
+    void time(const std::string& group, const std::string& kernel, const std::string& shape, DType dtype,
+              double flops, double bytes, const std::function<void()>& call) {
+        add({group, kernel, shape, std::string(dtype_name(dtype)), time_calls(device_, call, repeats_), flops,
+             bytes});
     }
 
     void copy_bandwidth() {
@@ -192,7 +194,8 @@ public:
         if (device_.kind() == DeviceKind::cpu) {
             std::vector<float> a(n, 1.0f), b(n);
             add({"copy", "memcpy (host)", "[" + std::to_string(n) + "]", "f32",
-                 time_host([&] { std::memcpy(b.data(), a.data(), n * 4); }, repeats_), 0, 2.0 * 4 * static_cast<double>(n)});
+                 time_host([&] { std::memcpy(b.data(), a.data(), n * 4); }, repeats_), 0,
+                 2.0 * 4 * static_cast<double>(n)});
         }
     }
 
@@ -201,17 +204,24 @@ public:
         const auto call = [&] {
             for (int i = 0; i < 250; ++i) add_assign(x, y, 1e-3);
         };
-        Record record{"dispatch", "add_assign x250 (per kernel)", "[64]", "f32", time_calls(device_, call, repeats_) / 250,
-                      0, 0};
+        Record record{"dispatch",
+                      "add_assign x250 (per kernel)",
+                      "[64]",
+                      "f32",
+                      time_calls(device_, call, repeats_) / 250,
+                      0,
+                      0};
         add(record);
     }
 
-    void matmul_one(const std::string& group, std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb, DType dtype) {
+    void matmul_one(const std::string& group, std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb,
+                    DType dtype) {
         const Tensor a = filled(device_, ta ? Shape{k, m} : Shape{m, k}, dtype);
         const Tensor b = filled(device_, tb ? Shape{n, k} : Shape{k, n}, dtype);
         const Tensor c = filled(device_, {m, n}, DType::f32);
         const std::string layout = std::string(ta ? "T" : "N") + (tb ? "T" : "N");
-        const std::string shape = layout + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+        const std::string shape =
+            layout + " " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
         const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
         time(group, "matmul", shape, dtype, flops, 0, [&] { matmul(a, b, c, {ta, tb, 1, 0}); });
         if (device_.kind() == DeviceKind::cpu && dtype == DType::f32) {
@@ -220,8 +230,8 @@ public:
                 openblas_set_num_threads(openblas_get_num_procs());  // OpenBLAS's own threads, all of them
                 cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                             static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), 1.0f, ha.data(),
-                            static_cast<int>(ta ? m : k), hb.data(), static_cast<int>(tb ? k : n), 0.0f, hc.data(),
-                            static_cast<int>(n));
+                            static_cast<int>(ta ? m : k), hb.data(), static_cast<int>(tb ? k : n), 0.0f,
+                            hc.data(), static_cast<int>(n));
             };
             add({group, "openblas sgemm (direct)", shape, "f32", time_host(blas, repeats_), flops, 0});
         }
@@ -230,7 +240,8 @@ public:
     void gpt_matmuls(DType dtype) {
         const std::size_t tokens = quick_ ? 1024 : 16384;
         // (K, N) of the GPT's forward matmuls: attention projection, qkv, MLP up, MLP down.
-        const std::pair<std::size_t, std::size_t> layers[] = {{384, 384}, {384, 1152}, {384, 1536}, {1536, 384}};
+        const std::pair<std::size_t, std::size_t> layers[] = {
+            {384, 384}, {384, 1152}, {384, 1536}, {1536, 384}};
         for (const auto& [k, n] : layers) {
             matmul_one("gpt", tokens, n, k, false, false, dtype);  // forward: X W
             matmul_one("gpt", tokens, k, n, false, true, dtype);   // input gradient: dY W^T
@@ -239,8 +250,10 @@ public:
     }
 
     void square_matmuls(DType dtype, bool sweep) {
-        std::vector<std::size_t> sizes = quick_ ? std::vector<std::size_t>{512} : std::vector<std::size_t>{4096, 8192};
-        if (device_.kind() == DeviceKind::cpu && !quick_) sizes = {1024, 2048};  // 8192^3 is minutes on a few cores
+        std::vector<std::size_t> sizes =
+            quick_ ? std::vector<std::size_t>{512} : std::vector<std::size_t>{4096, 8192};
+        if (device_.kind() == DeviceKind::cpu && !quick_)
+            sizes = {1024, 2048};  // 8192^3 is minutes on a few cores
         if (sweep) {
             for (const std::size_t n : {1, 7, 16, 63, 64, 65, 127, 129, 384, 385, 1000}) sizes.push_back(n);
         }
@@ -250,13 +263,16 @@ public:
     void attention_pair(DType dtype) {
         const std::size_t b = quick_ ? 2 : 64, h = 6, t = 256, d = 64;
         const Shape qs = {b, t, h, d};
-        const Tensor q = filled(device_, qs, dtype), k = filled(device_, qs, dtype), v = filled(device_, qs, dtype);
+        const Tensor q = filled(device_, qs, dtype), k = filled(device_, qs, dtype),
+                     v = filled(device_, qs, dtype);
         const Tensor out = filled(device_, qs, dtype), dout = filled(device_, qs, dtype);
         const Tensor lse = device_.empty({b, h, t}, device_.accumulate_dtype());
-        const Tensor dq = filled(device_, qs, dtype), dk = filled(device_, qs, dtype), dv = filled(device_, qs, dtype);
+        const Tensor dq = filled(device_, qs, dtype), dk = filled(device_, qs, dtype),
+                     dv = filled(device_, qs, dtype);
         const std::string shape = "B" + std::to_string(b) + " H6 T256 D64 causal";
         // Causal: half the score matrix. Forward 2 matmuls of 2*T*T*D, backward 5 (FA-2 recomputes S).
-        const double half = 0.5 * static_cast<double>(b * h) * static_cast<double>(t * t) * static_cast<double>(d);
+        const double half =
+            0.5 * static_cast<double>(b * h) * static_cast<double>(t * t) * static_cast<double>(d);
         time("attention", "attention", shape, dtype, 4 * half, 0, [&] { attention(q, k, v, out, lse); });
         time("attention", "attention_backward", shape, dtype, 10 * half, 0,
              [&] { attention_backward(q, k, v, out, lse, dout, dq, dk, dv); });
@@ -270,8 +286,10 @@ public:
         const Tensor dy = filled(device_, {r, n}, dtype), dx = filled(device_, {r, n}, dtype);
         const Tensor gamma = filled(device_, {n}, dtype), beta = filled(device_, {n}, dtype);
         const Tensor dgamma = filled(device_, {n}, dtype), dbeta = filled(device_, {n}, dtype);
-        const Tensor mean = device_.empty({r}, device_.accumulate_dtype()), rstd = device_.empty({r}, device_.accumulate_dtype());
-        time("rows", "layer_norm", shape, dtype, 0, 2 * size, [&] { layer_norm(x, gamma, beta, y, mean, rstd); });
+        const Tensor mean = device_.empty({r}, device_.accumulate_dtype()),
+                     rstd = device_.empty({r}, device_.accumulate_dtype());
+        time("rows", "layer_norm", shape, dtype, 0, 2 * size,
+             [&] { layer_norm(x, gamma, beta, y, mean, rstd); });
         time("rows", "layer_norm_backward", shape, dtype, 0, 4 * size,
              [&] { layer_norm_backward(dy, x, gamma, mean, rstd, dx, dgamma, dbeta); });
         time("rows", "rms_norm", shape, dtype, 0, 2 * size, [&] { rms_norm(x, gamma, y, rstd); });
@@ -313,8 +331,10 @@ public:
         const std::vector<Tensor> in = {x}, out = {y}, og = {dy}, ig = {dx};
         const double size = static_cast<double>(r * n * dtype_size(dtype));
         const std::string shape = "[" + std::to_string(r) + ", 1536]";
-        time("gelu", "gelu (elementwise tape)", shape, dtype, 0, 2 * size, [&] { elementwise(tape, in, out); });
-        time("gelu", "gelu backward (tape vjp)", shape, dtype, 0, 4 * size, [&] { elementwise_backward(tape, in, og, ig); });
+        time("gelu", "gelu (elementwise tape)", shape, dtype, 0, 2 * size,
+             [&] { elementwise(tape, in, out); });
+        time("gelu", "gelu backward (tape vjp)", shape, dtype, 0, 4 * size,
+             [&] { elementwise_backward(tape, in, og, ig); });
     }
 
 private:
@@ -333,11 +353,13 @@ double copy_gbps(const std::vector<Record>& records) {
 void print_table(const std::vector<Record>& records, const std::string& device, std::ostream& out) {
     const double copy = copy_gbps(records);
     out << "nn kernels on " << device << " (median per call; GB/s: bytes read + written once)\n";
-    out << std::left << std::setw(30) << "kernel" << std::setw(28) << "shape" << std::setw(6) << "dtype" << std::right
-        << std::setw(11) << "ms" << std::setw(10) << "TFLOP/s" << std::setw(10) << "GB/s" << std::setw(9) << "%copy" << '\n';
+    out << std::left << std::setw(30) << "kernel" << std::setw(28) << "shape" << std::setw(6) << "dtype"
+        << std::right << std::setw(11) << "ms" << std::setw(10) << "TFLOP/s" << std::setw(10) << "GB/s"
+        << std::setw(9) << "%copy" << '\n';
     for (const Record& r : records) {
-        out << std::left << std::setw(30) << r.kernel << std::setw(28) << r.shape << std::setw(6) << r.dtype << std::right
-            << std::fixed << std::setprecision(4) << std::setw(11) << r.seconds * 1e3 << std::setprecision(2);
+        out << std::left << std::setw(30) << r.kernel << std::setw(28) << r.shape << std::setw(6) << r.dtype
+            << std::right << std::fixed << std::setprecision(4) << std::setw(11) << r.seconds * 1e3
+            << std::setprecision(2);
         if (r.flops > 0) {
             out << std::setw(10) << r.flops / r.seconds / 1e12;
         } else {
@@ -368,10 +390,11 @@ void write_json(const std::vector<Record>& records, const std::string& device, s
     out << "[\n";
     for (std::size_t i = 0; i < records.size(); ++i) {
         const Record& r = records[i];
-        out << std::setprecision(9) << " {\"device\": " << json_string(device) << ", \"group\": " << json_string(r.group)
-            << ", \"kernel\": " << json_string(r.kernel) << ", \"shape\": " << json_string(r.shape)
-            << ", \"dtype\": " << json_string(r.dtype) << ", \"seconds\": " << r.seconds << ", \"flops\": " << r.flops
-            << ", \"bytes\": " << r.bytes << ", \"tflops\": " << (r.flops > 0 ? r.flops / r.seconds / 1e12 : 0)
+        out << std::setprecision(9) << " {\"device\": " << json_string(device)
+            << ", \"group\": " << json_string(r.group) << ", \"kernel\": " << json_string(r.kernel)
+            << ", \"shape\": " << json_string(r.shape) << ", \"dtype\": " << json_string(r.dtype)
+            << ", \"seconds\": " << r.seconds << ", \"flops\": " << r.flops << ", \"bytes\": " << r.bytes
+            << ", \"tflops\": " << (r.flops > 0 ? r.flops / r.seconds / 1e12 : 0)
             << ", \"gbps\": " << (r.bytes > 0 ? r.bytes / r.seconds / 1e9 : 0) << "}"
             << (i + 1 < records.size() ? ",\n" : "\n");
     }
@@ -387,7 +410,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     if (device_name != "cpu" && device_name != "gpu") throw UsageError("bench-nn: --device is cpu or gpu");
     std::vector<DType> dtypes;
     const std::string dtype_text(arguments.value("--dtype").value_or("f32,f16"));
-    for (const std::string& name : split(dtype_text == "all" ? "f32,f16,bf16" : dtype_text)) dtypes.push_back(parse_dtype(name));
+    for (const std::string& name : split(dtype_text == "all" ? "f32,f16,bf16" : dtype_text))
+        dtypes.push_back(parse_dtype(name));
     const std::vector<std::string> only = split(arguments.value("--only").value_or(""));
     const auto want = [&](const std::string& group) {
         return only.empty() || std::find(only.begin(), only.end(), group) != only.end();
@@ -401,7 +425,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     }
 
     const Device device = device_name == "gpu" ? Device::gpu() : Device::cpu();
-    err << "bench-nn on " << device.name() << (device.has_cooperative_matrix() ? " (cooperative matrices)" : "") << '\n';
+    err << "bench-nn on " << device.name()
+        << (device.has_cooperative_matrix() ? " (cooperative matrices)" : "") << '\n';
     Runner runner(device, repeats, arguments.has("--quick"), err);
     if (json_path) {
         runner.on_record = [&](const std::vector<Record>& records) {
@@ -426,7 +451,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             err << "  skipped " << name << ": the device does not store it\n";
             continue;
         }
-        if (want("matmul")) guarded("matmul " + name, [&] { runner.square_matmuls(dtype, arguments.has("--sweep")); });
+        if (want("matmul"))
+            guarded("matmul " + name, [&] { runner.square_matmuls(dtype, arguments.has("--sweep")); });
         if (want("gpt")) guarded("gpt matmuls " + name, [&] { runner.gpt_matmuls(dtype); });
         if (want("attention")) guarded("attention " + name, [&] { runner.attention_pair(dtype); });
         if (want("rows")) guarded("rows " + name, [&] { runner.rows(dtype); });
@@ -441,7 +467,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 }  // namespace
 
 Command bench_nn_command() {
-    return {"bench-nn", "time the nn kernels (matmul, attention, rows, AdamW): TFLOP/s, GB/s, dispatch cost", help, run};
+    return {"bench-nn", "time the nn kernels (matmul, attention, rows, AdamW): TFLOP/s, GB/s, dispatch cost",
+            help, run};
 }
 
 }  // namespace tapevm::cli

@@ -175,8 +175,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     }
     const Outcome gpu_outcome = gpu_vm ? measure(*gpu_vm) : Outcome{};
 
-    out << "timings (wall clock, fastest of " << timed_run_count << " runs; reference: 1 thread, " << cpu_vm.name()
-        << "):\n"
+    out << "timings (wall clock, fastest of " << timed_run_count << " runs; reference: 1 thread, "
+        << cpu_vm.name() << "):\n"
         << timing_line("reference VM forward", reference_outcome.forward_seconds, points) << '\n'
         << timing_line("reference VM jacobian", reference_outcome.jacobian_seconds, points) << '\n'
         << timing_line("CPU VM forward", cpu_outcome.forward_seconds, points) << '\n'

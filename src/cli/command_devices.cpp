@@ -47,10 +47,14 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             << "   memory " << mebibytes(device.memory_bytes) << ", float64 "
             << (device.float64 ? "yes" : "no") << ", max storage buffer "
             << mebibytes(device.max_storage_buffer_range) << ", workgroups " << device.max_workgroup_count_x
-            << " x " << device.max_workgroup_size_x << ", shared memory " << device.max_shared_memory_bytes / 1024
-            << " KiB, subgroup " << device.subgroup_size << "\n"
-            << "   subnormals kept (DenormPreserve): float " << (device.subnormals_float ? "yes" : "no, may flush")
-            << ", double " << (device.subnormals_double ? "yes" : device.float64 ? "no, may flush" : "-") << '\n'
+            << " x " << device.max_workgroup_size_x << ", shared memory "
+            << device.max_shared_memory_bytes / 1024 << " KiB, subgroup " << device.subgroup_size << "\n"
+            << "   subnormals kept (DenormPreserve): float "
+            << (device.subnormals_float ? "yes" : "no, may flush") << ", double "
+            << (device.subnormals_double ? "yes"
+                : device.float64         ? "no, may flush"
+                                         : "-")
+            << '\n'
             << "   Vulkan " << device.api_version << ", driver " << device.driver << '\n';
     }
     try {

@@ -64,8 +64,8 @@ std::vector<std::string_view> planned_modes(const Tape& tape, std::optional<std:
 }
 
 template <class Real>
-void print_compiled_plans(const Tape& tape, std::span<const std::string_view> chosen, const std::string& device,
-                          std::ostream& out) {
+void print_compiled_plans(const Tape& tape, std::span<const std::string_view> chosen,
+                          const std::string& device, std::ostream& out) {
     gpu::Options options;
     options.device = device;
     options.engine = gpu::Engine::compiled;
@@ -86,7 +86,8 @@ void print_compiled_plans(const Tape& tape, std::span<const std::string_view> ch
         else if (plan.spirv_from_cache)
             out << " (SPIR-V cached)";
         else
-            out << ", generate " << milliseconds(plan.generate_s) << ", glslang " << milliseconds(plan.glslang_s);
+            out << ", generate " << milliseconds(plan.generate_s) << ", glslang "
+                << milliseconds(plan.glslang_s);
         out << ", pipeline " << milliseconds(plan.pipeline_s);
         if (plan.pipeline_reused) {
             out << " (made earlier in this process)\n";

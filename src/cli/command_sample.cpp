@@ -13,7 +13,8 @@
 namespace tapevm::cli {
 namespace {
 
-constexpr std::string_view help = R"(usage: tapevm sample --checkpoint FILE --prompt TEXT [--tokens N] [--temperature X]
+constexpr std::string_view help =
+    R"(usage: tapevm sample --checkpoint FILE --prompt TEXT [--tokens N] [--temperature X]
                      [--top-k N] [--seed N] [--device cpu|gpu|reference]
 
 Loads a checkpoint of `tapevm train char-gpt` (the model's configuration and vocabulary are
@@ -30,8 +31,8 @@ options:
   --device NAME       cpu (default), gpu or reference
 )";
 
-constexpr OptionSpec options[] = {{"--checkpoint", true}, {"--prompt", true},      {"--tokens", true},
-                                  {"--temperature", true}, {"--top-k", true},      {"--seed", true},
+constexpr OptionSpec options[] = {{"--checkpoint", true},  {"--prompt", true}, {"--tokens", true},
+                                  {"--temperature", true}, {"--top-k", true},  {"--seed", true},
                                   {"--device", true},      {"--help", false}};
 
 nn::Device make_device(std::string_view name) {
@@ -49,9 +50,12 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     const std::string prompt(arguments.required("--prompt", "TEXT (the text to continue)"));
     if (prompt.empty()) throw UsageError("sample: --prompt is empty");
     nn::SampleOptions sample;
-    if (const auto text = arguments.value("--tokens")) sample.tokens = parse_count("--tokens", *text, 1, 1 << 24);
-    if (const auto text = arguments.value("--top-k")) sample.top_k = parse_count("--top-k", *text, 1, 1 << 24);
-    if (const auto text = arguments.value("--seed")) sample.seed = parse_count("--seed", *text, 0, std::size_t{1} << 62);
+    if (const auto text = arguments.value("--tokens"))
+        sample.tokens = parse_count("--tokens", *text, 1, 1 << 24);
+    if (const auto text = arguments.value("--top-k"))
+        sample.top_k = parse_count("--top-k", *text, 1, 1 << 24);
+    if (const auto text = arguments.value("--seed"))
+        sample.seed = parse_count("--seed", *text, 0, std::size_t{1} << 62);
     if (const auto text = arguments.value("--temperature")) {
         const std::string copy(*text);
         char* end = nullptr;
@@ -64,7 +68,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     const nn::Device device = make_device(arguments.value("--device").value_or("cpu"));
     const nn::SafetensorsFile file = nn::SafetensorsFile::open(path);
     const auto chars = file.metadata().find("chars");
-    if (chars == file.metadata().end()) throw Error("sample: " + path + ": no vocabulary ('chars') in the metadata");
+    if (chars == file.metadata().end())
+        throw Error("sample: " + path + ": no vocabulary ('chars') in the metadata");
     const std::string vocabulary = nn::vocabulary_from_metadata(chars->second);
     nn::GPTConfig config = nn::gpt_config_from_metadata(file.metadata());
     if (config.vocab != vocabulary.size()) {

@@ -26,7 +26,8 @@
 namespace tapevm::cli {
 namespace {
 
-constexpr std::string_view help = R"(usage: tapevm train mlp [--steps N] [--device cpu|gpu|reference] [--lr X] [--seed N]
+constexpr std::string_view help =
+    R"(usage: tapevm train mlp [--steps N] [--device cpu|gpu|reference] [--lr X] [--seed N]
        tapevm train char-gpt (--data FILE | --batches FILE) [--device cpu|gpu|reference]
                              [--preset tiny|shakespeare-char] [--steps N] [--batch N] [--accumulation N]
                              [--lr X] [--warmup N] [--schedule-steps N] [--dropout X] [--seed N]
@@ -90,11 +91,14 @@ options:
 )";
 
 constexpr OptionSpec options[] = {
-    {"--device", true}, {"--steps", true}, {"--lr", true}, {"--seed", true}, {"--data", true},
-    {"--preset", true}, {"--batch", true}, {"--accumulation", true}, {"--eval-interval", true},
-    {"--eval-batches", true}, {"--log-interval", true}, {"--out", true}, {"--log", true}, {"--resume", true},
-    {"--fp16", false}, {"--dropout", true}, {"--warmup", true}, {"--schedule-steps", true}, {"--init", true}, {"--init-out", true}, {"--batches", true},
-    {"--batches-out", true}, {"--batches-count", true}, {"--help", false}};
+    {"--device", true},       {"--steps", true},         {"--lr", true},
+    {"--seed", true},         {"--data", true},          {"--preset", true},
+    {"--batch", true},        {"--accumulation", true},  {"--eval-interval", true},
+    {"--eval-batches", true}, {"--log-interval", true},  {"--out", true},
+    {"--log", true},          {"--resume", true},        {"--fp16", false},
+    {"--dropout", true},      {"--warmup", true},        {"--schedule-steps", true},
+    {"--init", true},         {"--init-out", true},      {"--batches", true},
+    {"--batches-out", true},  {"--batches-count", true}, {"--help", false}};
 
 nn::Device make_device(std::string_view name) {
     if (name == "cpu") return nn::Device::cpu();
@@ -150,7 +154,8 @@ int run_mlp(const Arguments& arguments, std::ostream& out) {
     const auto report = [&](const nn::StepReport& r) {
         if (r.step == untimed_steps) untimed_seconds = r.elapsed;
         if (r.step == r.total_steps && r.step > untimed_steps) {
-            out << "steps/s " << fixed(static_cast<double>(r.step - untimed_steps) / (r.elapsed - untimed_seconds), 1)
+            out << "steps/s "
+                << fixed(static_cast<double>(r.step - untimed_steps) / (r.elapsed - untimed_seconds), 1)
                 << " (steps " << untimed_steps + 1 << "-" << r.step << ")\n";
         }
         if (r.step % log_interval != 0 && r.step != r.total_steps) return;
@@ -159,7 +164,8 @@ int run_mlp(const Arguments& arguments, std::ostream& out) {
         out << "  " << fixed(r.elapsed, 1) << " s\n" << std::flush;
     };
     const nn::MlpRegressionResult result = nn::train_mlp_regression(device, options, report);
-    out << "validation mse " << result.validation_mse << (result.validation_mse <= 1e-3 ? " (<= 1e-3)\n" : "\n");
+    out << "validation mse " << result.validation_mse
+        << (result.validation_mse <= 1e-3 ? " (<= 1e-3)\n" : "\n");
     return 0;
 }
 
@@ -188,11 +194,11 @@ std::string describe_vocabulary(const std::string& symbols) {
 /// A batches file (nn::save_token_batches's format) read into host memory.
 struct TokenBatches {
     std::string path;
-    std::size_t count = 0;             // N training batches
-    std::size_t validation_count = 0;  // M validation batches (0: none)
-    std::size_t batch = 0;             // B
-    std::size_t context = 0;           // T
-    std::vector<std::int32_t> arrays[4];  // inputs, targets, val_inputs, val_targets: [count][B][T]
+    std::size_t count = 0;                  // N training batches
+    std::size_t validation_count = 0;       // M validation batches (0: none)
+    std::size_t batch = 0;                  // B
+    std::size_t context = 0;                // T
+    std::vector<std::int32_t> arrays[4];    // inputs, targets, val_inputs, val_targets: [count][B][T]
     std::optional<std::string> vocabulary;  // its symbols, from the metadata
     std::optional<std::size_t> vocab;       // the "vocab" metadata
 
@@ -206,7 +212,8 @@ struct TokenBatches {
         const std::size_t b = batch, t = context;
         return [device, n, inputs, targets, b, t](std::uint64_t index) {
             const std::size_t offset = static_cast<std::size_t>(index % n) * b * t;
-            const std::span<const std::int32_t> x(inputs->data() + offset, b * t), y(targets->data() + offset, b * t);
+            const std::span<const std::int32_t> x(inputs->data() + offset, b * t),
+                y(targets->data() + offset, b * t);
             return nn::Batch{device.upload({b, t}, x), device.upload({b, t}, y)};
         };
     }
@@ -219,16 +226,16 @@ struct TokenBatches {
                         ", not this run's " + describe_vocabulary(symbols));
         }
         if (vocab && *vocab != symbols.size()) {
-            throw Error(where() + "metadata vocab " + std::to_string(*vocab) + ", this run's vocabulary has " +
-                        std::to_string(symbols.size()) + " characters");
+            throw Error(where() + "metadata vocab " + std::to_string(*vocab) +
+                        ", this run's vocabulary has " + std::to_string(symbols.size()) + " characters");
         }
         const char* names[4] = {"inputs", "targets", "val_inputs", "val_targets"};
         for (int a = 0; a < 4; ++a) {
             for (std::size_t i = 0; i < arrays[a].size(); ++i) {
                 const std::int32_t id = arrays[a][i];
                 if (id < 0 || static_cast<std::size_t>(id) >= symbols.size()) {
-                    throw Error(where() + "token id " + std::to_string(id) + " at element " + std::to_string(i) +
-                                " of '" + names[a] + "' is outside the vocabulary of " +
+                    throw Error(where() + "token id " + std::to_string(id) + " at element " +
+                                std::to_string(i) + " of '" + names[a] + "' is outside the vocabulary of " +
                                 std::to_string(symbols.size()));
                 }
             }
@@ -243,7 +250,9 @@ TokenBatches read_token_batches(const std::string& path) {
     const std::string where = batches.where();
     const auto read = [&](const char* key, std::vector<std::int32_t>& values, bool required) -> std::size_t {
         if (!file.contains(key)) {
-            if (required) throw Error(where + "no tensor '" + key + "' (a batches file holds i32 inputs and targets [N][B][T])");
+            if (required)
+                throw Error(where + "no tensor '" + key +
+                            "' (a batches file holds i32 inputs and targets [N][B][T])");
             return 0;
         }
         const nn::SafetensorsEntry& entry = file.entry(key);
@@ -256,9 +265,9 @@ TokenBatches read_token_batches(const std::string& path) {
             batches.batch = shape[1];
             batches.context = shape[2];
         } else if (shape[1] != batches.batch || shape[2] != batches.context) {
-            throw Error(where + "'" + key + "' holds batches of [B][T] = [" + std::to_string(shape[1]) + "][" +
-                        std::to_string(shape[2]) + "], 'inputs' of [" + std::to_string(batches.batch) + "][" +
-                        std::to_string(batches.context) + "]");
+            throw Error(where + "'" + key + "' holds batches of [B][T] = [" + std::to_string(shape[1]) +
+                        "][" + std::to_string(shape[2]) + "], 'inputs' of [" + std::to_string(batches.batch) +
+                        "][" + std::to_string(batches.context) + "]");
         }
         const std::span<const std::byte> bytes = file.bytes(key);
         values.resize(nn::element_count(shape));
@@ -305,13 +314,16 @@ void load_initial_parameters(nn::GPT& model, const std::string& path, const std:
     for (const auto& [key, ours] : nn::gpt_config_metadata(model.config())) {
         const auto it = metadata.find(key);
         if (it != metadata.end() && it->second != ours) {
-            differences += (differences.empty() ? "" : ", ") + key + " " + it->second + " (this run: " + ours + ")";
+            differences +=
+                (differences.empty() ? "" : ", ") + key + " " + it->second + " (this run: " + ours + ")";
         }
     }
     if (!differences.empty()) throw Error(where + "a model of another configuration: " + differences);
-    if (const auto it = metadata.find("chars"); it != metadata.end() && nn::vocabulary_from_metadata(it->second) != symbols) {
-        throw Error(where + "made for a vocabulary of " + describe_vocabulary(nn::vocabulary_from_metadata(it->second)) +
-                    ", not this run's " + describe_vocabulary(symbols));
+    if (const auto it = metadata.find("chars");
+        it != metadata.end() && nn::vocabulary_from_metadata(it->second) != symbols) {
+        throw Error(where + "made for a vocabulary of " +
+                    describe_vocabulary(nn::vocabulary_from_metadata(it->second)) + ", not this run's " +
+                    describe_vocabulary(symbols));
     }
     std::set<std::string> names;
     for (const nn::NamedParameter& p : model.parameters()) names.insert(p.name);
@@ -335,15 +347,18 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     const std::size_t log_interval = count_option(arguments, "--log-interval", 50);
     const std::uint64_t seed = count_option(arguments, "--seed", 1, 0);
     const double lr = arguments.value("--lr") ? parse_real("--lr", *arguments.value("--lr")) : 1e-3;
-    if (const auto text = arguments.value("--dropout")) config.dropout = parse_probability("--dropout", *text);
+    if (const auto text = arguments.value("--dropout"))
+        config.dropout = parse_probability("--dropout", *text);
     const std::string checkpoint(arguments.value("--out").value_or("char-gpt.safetensors"));
     const auto data = arguments.value("--data");
     const auto batches_in = arguments.value("--batches");
-    if (!data && !batches_in) throw UsageError("train char-gpt needs --data FILE (the text to learn) or --batches FILE");
+    if (!data && !batches_in)
+        throw UsageError("train char-gpt needs --data FILE (the text to learn) or --batches FILE");
     if (arguments.has("--init") && arguments.has("--resume")) {
         throw UsageError("train: --init and --resume exclude each other (a checkpoint holds the parameters)");
     }
-    if (arguments.has("--batches-out") && !data) throw UsageError("train: --batches-out writes the batches drawn from --data");
+    if (arguments.has("--batches-out") && !data)
+        throw UsageError("train: --batches-out writes the batches drawn from --data");
     if (arguments.has("--batches-count") && !arguments.has("--batches-out")) {
         throw UsageError("train: --batches-count is the size of --batches-out");
     }
@@ -355,12 +370,12 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     std::size_t batch = count_option(arguments, "--batch", small ? 16 : 64);
     if (file) {
         if (arguments.has("--batch") && batch != file->batch) {
-            throw Error(file->where() + "holds batches of " + std::to_string(file->batch) + " sequences, --batch is " +
-                        std::to_string(batch));
+            throw Error(file->where() + "holds batches of " + std::to_string(file->batch) +
+                        " sequences, --batch is " + std::to_string(batch));
         }
         if (file->context != config.context) {
-            throw Error(file->where() + "holds windows of " + std::to_string(file->context) + " tokens, the " +
-                        preset + " preset's context is " + std::to_string(config.context));
+            throw Error(file->where() + "holds windows of " + std::to_string(file->context) +
+                        " tokens, the " + preset + " preset's context is " + std::to_string(config.context));
         }
         batch = file->batch;
     }
@@ -376,14 +391,16 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     } else if (file->vocabulary) {
         symbols = *file->vocabulary;
     } else {
-        throw Error(file->where() + "no 'vocabulary' in its metadata: give --data FILE (the text it was drawn from)");
+        throw Error(file->where() +
+                    "no 'vocabulary' in its metadata: give --data FILE (the text it was drawn from)");
     }
     if (file) file->check_vocabulary(symbols);
 
     config.vocab = symbols.size();
     config.seed = seed;
     nn::GPT model(device, config);
-    if (const auto path = arguments.value("--init")) load_initial_parameters(model, std::string(*path), symbols);
+    if (const auto path = arguments.value("--init"))
+        load_initial_parameters(model, std::string(*path), symbols);
     std::vector<std::pair<std::string, std::string>> metadata = nn::gpt_config_metadata(model.config());
     metadata.emplace_back("chars", nn::vocabulary_metadata(symbols));
     if (const auto path = arguments.value("--init-out")) {
@@ -396,7 +413,8 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     if (const auto path = arguments.value("--batches-out")) {
         const std::size_t count = count_option(arguments, "--batches-count", steps * accumulation);
         nn::save_token_batches(std::string(*path), *dataset, count, eval_batches);
-        out << "wrote " << count << " training and " << eval_batches << " validation batches to " << *path << '\n';
+        out << "wrote " << count << " training and " << eval_batches << " validation batches to " << *path
+            << '\n';
     }
 
     const bool fp16 = arguments.has("--fp16");
@@ -411,7 +429,8 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     // bench/gpt_torch.py's schedule: warm-up min(100, S / 10), cosine to lr / 10 at step S, where
     // S is --schedule-steps (default --steps; a short run can follow a long run's schedule).
     const std::size_t schedule_steps = count_option(arguments, "--schedule-steps", steps);
-    const std::size_t warmup = count_option(arguments, "--warmup", std::min<std::size_t>(100, schedule_steps / 10), 0);
+    const std::size_t warmup =
+        count_option(arguments, "--warmup", std::min<std::size_t>(100, schedule_steps / 10), 0);
     trainer_options.schedule = nn::CosineSchedule{lr, lr / 10, warmup, schedule_steps};
     trainer_options.eval_interval = eval_interval;
     trainer_options.eval_batches = eval_batches;
@@ -436,24 +455,30 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     }
 
     std::optional<nn::JsonLinesLog> log;
-    if (const auto path = arguments.value("--log")) log.emplace(std::string(*path), arguments.has("--resume"));
-    out << "char-gpt " << preset << " on " << device.name() << ": " << model.parameter_count() << " parameters, vocab "
-        << config.vocab << ", ";
+    if (const auto path = arguments.value("--log"))
+        log.emplace(std::string(*path), arguments.has("--resume"));
+    out << "char-gpt " << preset << " on " << device.name() << ": " << model.parameter_count()
+        << " parameters, vocab " << config.vocab << ", ";
     if (file) {
         out << file->count << " batches from " << file->path;
     } else {
         out << dataset->tokens(nn::Split::train).size() << " training characters";
     }
     out << ", batch " << batch << " x " << accumulation << " x " << config.context
-        << (fp16 ? ", fp16 mixed precision" : "") << '\n' << std::flush;
+        << (fp16 ? ", fp16 mixed precision" : "") << '\n'
+        << std::flush;
     nn::ProgressBar progress(steps);
     const auto report = [&](const nn::StepReport& r) {
-        nn::LogRecord record{.step = r.step, .loss = r.loss, .val_loss = r.validation_loss, .lr = r.lr,
+        nn::LogRecord record{.step = r.step,
+                             .loss = r.loss,
+                             .val_loss = r.validation_loss,
+                             .lr = r.lr,
                              .tokens_per_s = r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0.0,
                              .elapsed = r.elapsed};
         if (log) log->write(record);
         if (r.validation_loss) trainer.save_checkpoint(checkpoint, metadata);
-        if (r.step % log_interval == 0 || r.validation_loss || r.step == r.total_steps) progress.update(record);
+        if (r.step % log_interval == 0 || r.validation_loss || r.step == r.total_steps)
+            progress.update(record);
     };
     trainer.fit(train, validation, report);
     progress.finish();
@@ -474,6 +499,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 
 }  // namespace
 
-Command train_command() { return {"train", "train the examples: an MLP regression, a character-level GPT", help, run}; }
+Command train_command() {
+    return {"train", "train the examples: an MLP regression, a character-level GPT", help, run};
+}
 
 }  // namespace tapevm::cli

@@ -9,14 +9,29 @@ namespace tapevm::nn::detail {
 namespace {
 
 constexpr std::array<const char*, static_cast<std::size_t>(KernelId::count)> kernel_names = {
-    "zero", "fill", "copy",
+    "zero",
+    "fill",
+    "copy",
     "matmul",
-    "bias_add", "add_assign", "reduce_sum", "transpose_2d",
-    "softmax", "softmax_backward",
-    "layer_norm", "layer_norm_backward", "rms_norm", "rms_norm_backward",
-    "embedding", "embedding_backward", "cross_entropy", "global_norm_squared",
-    "attention", "attention_backward", "kv_attention",
-    "elementwise", "elementwise_backward",
+    "bias_add",
+    "add_assign",
+    "reduce_sum",
+    "transpose_2d",
+    "softmax",
+    "softmax_backward",
+    "layer_norm",
+    "layer_norm_backward",
+    "rms_norm",
+    "rms_norm_backward",
+    "embedding",
+    "embedding_backward",
+    "cross_entropy",
+    "global_norm_squared",
+    "attention",
+    "attention_backward",
+    "kv_attention",
+    "elementwise",
+    "elementwise_backward",
     "dropout",
 };
 
@@ -48,17 +63,23 @@ std::function<void(std::span<std::byte>)> Backend::read_later(const Storage& sto
                                                               std::size_t bytes) {
     auto copy = std::make_shared<std::vector<std::byte>>(bytes);
     if (bytes != 0) read(storage, offset, *copy);
-    return [copy](std::span<std::byte> out) { std::copy(copy->begin(), copy->begin() + out.size(), out.begin()); };
+    return [copy](std::span<std::byte> out) {
+        std::copy(copy->begin(), copy->begin() + out.size(), out.begin());
+    };
 }
 
 void Backend::zero(const Tensor& x) { unsupported(KernelId::zero, x.dtype()); }
 void Backend::fill(const Tensor& x, double) { unsupported(KernelId::fill, x.dtype()); }
-void Backend::copy(const Tensor& src, const Tensor& dst) { unsupported(KernelId::copy, float_dtype_of({src, dst})); }
+void Backend::copy(const Tensor& src, const Tensor& dst) {
+    unsupported(KernelId::copy, float_dtype_of({src, dst}));
+}
 void Backend::matmul(const Tensor& a, const Tensor&, const Tensor&, const MatmulOptions&) {
     unsupported(KernelId::matmul, a.dtype());
 }
 void Backend::bias_add(const Tensor& x, const Tensor&) { unsupported(KernelId::bias_add, x.dtype()); }
-void Backend::add_assign(const Tensor& dst, const Tensor&, double) { unsupported(KernelId::add_assign, dst.dtype()); }
+void Backend::add_assign(const Tensor& dst, const Tensor&, double) {
+    unsupported(KernelId::add_assign, dst.dtype());
+}
 void Backend::dropout(const Tensor& x, const Tensor&, double, std::uint64_t, std::uint64_t) {
     unsupported(KernelId::dropout, x.dtype());
 }
@@ -72,8 +93,8 @@ void Backend::softmax(const Tensor& x, const Tensor&) { unsupported(KernelId::so
 void Backend::softmax_backward(const Tensor& y, const Tensor&, const Tensor&) {
     unsupported(KernelId::softmax_backward, y.dtype());
 }
-void Backend::layer_norm(const Tensor& x, const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
-                         double) {
+void Backend::layer_norm(const Tensor& x, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
+                         const Tensor&, double) {
     unsupported(KernelId::layer_norm, x.dtype());
 }
 void Backend::layer_norm_backward(const Tensor&, const Tensor& x, const Tensor&, const Tensor&, const Tensor&,
@@ -93,20 +114,23 @@ void Backend::embedding(const Tensor&, const Tensor& table, const Tensor&) {
 void Backend::embedding_backward(const Tensor&, const Tensor& dout, const Tensor&) {
     unsupported(KernelId::embedding_backward, dout.dtype());
 }
-void Backend::cross_entropy(const Tensor& logits, const Tensor&, const Tensor&, const Tensor&, std::int32_t, double) {
+void Backend::cross_entropy(const Tensor& logits, const Tensor&, const Tensor&, const Tensor&, std::int32_t,
+                            double) {
     unsupported(KernelId::cross_entropy, logits.dtype());
 }
 void Backend::global_norm_squared(std::span<const Tensor> tensors, const Tensor&) {
     unsupported(KernelId::global_norm_squared, float_dtype_of(tensors));
 }
-void Backend::attention(const Tensor& q, const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, bool) {
+void Backend::attention(const Tensor& q, const Tensor&, const Tensor&, const Tensor&, const Tensor&, double,
+                        bool) {
     unsupported(KernelId::attention, q.dtype());
 }
 void Backend::attention_backward(const Tensor& q, const Tensor&, const Tensor&, const Tensor&, const Tensor&,
                                  const Tensor&, const Tensor&, const Tensor&, const Tensor&, double, bool) {
     unsupported(KernelId::attention_backward, q.dtype());
 }
-void Backend::kv_attention(const Tensor& q, const Tensor&, const Tensor&, const Tensor&, std::size_t, double, bool) {
+void Backend::kv_attention(const Tensor& q, const Tensor&, const Tensor&, const Tensor&, std::size_t, double,
+                           bool) {
     unsupported(KernelId::kv_attention, q.dtype());
 }
 void Backend::elementwise(const Tape&, std::span<const Tensor> inputs, std::span<const Tensor> outputs,

@@ -33,14 +33,29 @@ struct Storage {
 
 /// The kernels of the kernel set by name, for supports_kernel() and the conformance table.
 enum class KernelId {
-    zero, fill, copy,
+    zero,
+    fill,
+    copy,
     matmul,
-    bias_add, add_assign, reduce_sum, transpose_2d,
-    softmax, softmax_backward,
-    layer_norm, layer_norm_backward, rms_norm, rms_norm_backward,
-    embedding, embedding_backward, cross_entropy, global_norm_squared,
-    attention, attention_backward, kv_attention,
-    elementwise, elementwise_backward,
+    bias_add,
+    add_assign,
+    reduce_sum,
+    transpose_2d,
+    softmax,
+    softmax_backward,
+    layer_norm,
+    layer_norm_backward,
+    rms_norm,
+    rms_norm_backward,
+    embedding,
+    embedding_backward,
+    cross_entropy,
+    global_norm_squared,
+    attention,
+    attention_backward,
+    kv_attention,
+    elementwise,
+    elementwise_backward,
     dropout,
     count
 };
@@ -67,7 +82,7 @@ public:
     /// and returns at once; the function it returns waits for that work only (not for work
     /// recorded after the call) and copies the bytes out. Default: read() now.
     virtual std::function<void(std::span<std::byte>)> read_later(const Storage& storage, std::size_t offset,
-                                                                  std::size_t bytes);
+                                                                 std::size_t bytes);
     virtual void synchronize() = 0;
     virtual StreamStats stream_stats() const { return {}; }
     virtual std::uint64_t live_memory() const = 0;
@@ -90,11 +105,12 @@ public:
     virtual bool matmul_adds_bias() const { return false; }
     virtual void bias_add(const Tensor& x, const Tensor& bias);
     /// y = x * keep / (1 - p) with DropoutMask (dropout_mask.hpp); y may be x.
-    virtual void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream);
+    virtual void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed,
+                         std::uint64_t stream);
     virtual void add_assign(const Tensor& dst, const Tensor& src, double alpha);
     /// x viewed as [outer][n][inner] (n the reduced axis), y as [outer][inner].
-    virtual void reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,
-                            bool accumulate);
+    virtual void reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n,
+                            std::size_t inner, bool accumulate);
     /// x [batch][rows][cols] -> y [batch][cols][rows].
     virtual void transpose_2d(const Tensor& x, const Tensor& y, std::size_t batch, std::size_t rows,
                               std::size_t cols);
@@ -102,10 +118,11 @@ public:
     virtual void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx);
     virtual void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
                             const Tensor& mean, const Tensor& rstd, double eps);
-    virtual void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                                     const Tensor& rstd, const Tensor& dx, const Tensor& dgamma,
-                                     const Tensor& dbeta);
-    virtual void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd, double eps);
+    virtual void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta);
+    virtual void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd,
+                          double eps);
     virtual void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
                                    const Tensor& dx, const Tensor& dgamma);
     virtual void embedding(const Tensor& ids, const Tensor& table, const Tensor& out);
@@ -113,19 +130,19 @@ public:
     virtual void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses,
                                const Tensor& dlogits, std::int32_t pad_id, double dloss);
     virtual void global_norm_squared(std::span<const Tensor> tensors, const Tensor& out);
-    virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                           double scale, bool causal);
+    virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                           const Tensor& lse, double scale, bool causal);
     virtual void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                                     const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
                                     const Tensor& dv, double scale, bool causal);
-    virtual void kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                              std::size_t past, double scale, bool causal);
+    virtual void kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                              const Tensor& out, std::size_t past, double scale, bool causal);
     /// inputs already checked to broadcast to the outputs' shape (kernels.hpp).
-    virtual void elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
-                             std::span<const double> params);
+    virtual void elementwise(const Tape& tape, std::span<const Tensor> inputs,
+                             std::span<const Tensor> outputs, std::span<const double> params);
     virtual void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
-                                      std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
-                                      std::span<const double> params);
+                                      std::span<const Tensor> output_grads,
+                                      std::span<const Tensor> input_grads, std::span<const double> params);
 
 protected:
     /// Throws Unsupported: "<kernel> is not available on <name()> for <dtype>".

@@ -12,9 +12,9 @@ namespace tapevm::nn {
 
 const char* device_kind_name(DeviceKind kind) {
     switch (kind) {
-    case DeviceKind::reference: return "reference";
-    case DeviceKind::cpu: return "cpu";
-    case DeviceKind::gpu: return "gpu";
+        case DeviceKind::reference: return "reference";
+        case DeviceKind::cpu: return "cpu";
+        case DeviceKind::gpu: return "gpu";
     }
     return "?";
 }
@@ -42,7 +42,8 @@ bool Device::has_cooperative_matrix() const { return backend_->has_cooperative_m
 
 Tensor Device::empty(Shape shape, DType dtype) const {
     if (!supports(dtype)) {
-        throw Unsupported("Device::empty: " + std::string(dtype_name(dtype)) + " is not supported on " + name());
+        throw Unsupported("Device::empty: " + std::string(dtype_name(dtype)) + " is not supported on " +
+                          name());
     }
     // Never a zero-byte allocation (a Vulkan buffer cannot be empty): an empty tensor gets one
     // element's worth, which nothing reads.
@@ -61,7 +62,8 @@ Tensor Device::zeros(Shape shape, DType dtype) const {
 
 Tensor Device::upload(Shape shape, std::span<const double> values, DType dtype) const {
     if (values.size() != element_count(shape)) {
-        throw ShapeError("Device::upload " + shape_string(shape), "values", element_count(shape), values.size());
+        throw ShapeError("Device::upload " + shape_string(shape), "values", element_count(shape),
+                         values.size());
     }
     Tensor tensor = empty(std::move(shape), dtype);
     tensor.assign(values);
@@ -70,7 +72,8 @@ Tensor Device::upload(Shape shape, std::span<const double> values, DType dtype) 
 
 Tensor Device::upload(Shape shape, std::span<const float> values, DType dtype) const {
     if (values.size() != element_count(shape)) {
-        throw ShapeError("Device::upload " + shape_string(shape), "values", element_count(shape), values.size());
+        throw ShapeError("Device::upload " + shape_string(shape), "values", element_count(shape),
+                         values.size());
     }
     Tensor tensor = empty(std::move(shape), dtype);
     tensor.assign(values);
@@ -79,7 +82,8 @@ Tensor Device::upload(Shape shape, std::span<const float> values, DType dtype) c
 
 Tensor Device::upload(Shape shape, std::span<const std::int32_t> values, DType dtype) const {
     if (values.size() != element_count(shape)) {
-        throw ShapeError("Device::upload " + shape_string(shape), "values", element_count(shape), values.size());
+        throw ShapeError("Device::upload " + shape_string(shape), "values", element_count(shape),
+                         values.size());
     }
     Tensor tensor = empty(std::move(shape), dtype);
     tensor.assign(values);

@@ -24,8 +24,7 @@ struct DropoutMask {
                        triple32(static_cast<std::uint32_t>(seed >> 32) ^
                                 triple32(static_cast<std::uint32_t>(stream) ^
                                          triple32(static_cast<std::uint32_t>(stream >> 32) ^ 0x9e3779b9U))))),
-          threshold(static_cast<std::uint32_t>(std::lround(p * 16777216.0))),
-          scale(1.0 / (1.0 - p)) {}
+          threshold(static_cast<std::uint32_t>(std::lround(p * 16777216.0))), scale(1.0 / (1.0 - p)) {}
 
     bool keeps(std::uint32_t index) const { return (triple32(triple32(index) ^ key) >> 8) >= threshold; }
 };

@@ -47,8 +47,8 @@ public:
     }
     [[noreturn]] void fail_shape(const std::string& argument, const std::string& expected, const Shape& given,
                                  std::size_t expected_count) const {
-        throw KernelShapeError(std::string(kernel_) + ": " + argument + ": expected shape " + expected + ", got " +
-                                   shape_string(given),
+        throw KernelShapeError(std::string(kernel_) + ": " + argument + ": expected shape " + expected +
+                                   ", got " + shape_string(given),
                                expected_count, element_count(given));
     }
 
@@ -109,7 +109,8 @@ public:
     }
 
     void shape(const std::string& argument, const Tensor& tensor, const Shape& expected) const {
-        if (tensor.shape() != expected) fail_shape(argument, shape_string(expected), tensor.shape(), element_count(expected));
+        if (tensor.shape() != expected)
+            fail_shape(argument, shape_string(expected), tensor.shape(), element_count(expected));
     }
     void rank_at_least(const std::string& argument, const Tensor& tensor, std::size_t rank) const {
         if (tensor.rank() < rank) {
@@ -150,12 +151,14 @@ void check_finite(const Call& call, const char* argument, double value) {
 }
 
 /// A per-row statistic: shape [rows] or the row tensor's leading axes.
-void check_per_row(const Call& call, const std::string& argument, const Tensor& tensor, const Shape& rows_shape) {
+void check_per_row(const Call& call, const std::string& argument, const Tensor& tensor,
+                   const Shape& rows_shape) {
     const std::size_t rows = rows_of(rows_shape);
     const Shape leading = without_last(rows_shape);
     if (tensor.shape() != Shape{rows} && tensor.shape() != leading) {
-        const std::string expected =
-            leading == Shape{rows} ? shape_string(leading) : shape_string({rows}) + " or " + shape_string(leading);
+        const std::string expected = leading == Shape{rows}
+                                         ? shape_string(leading)
+                                         : shape_string({rows}) + " or " + shape_string(leading);
         call.fail_shape(argument, expected, tensor.shape(), rows);
     }
 }
@@ -195,10 +198,11 @@ namespace {
 
 /// A matmul operand: `expected` per batch, with c's batch axis in front when both c and the
 /// operand have one (else the operand is shared by every batch).
-void check_matmul_operand(const Call& call, const char* argument, const Tensor& t, const Tensor& c, Shape expected,
-                          const char* layout) {
+void check_matmul_operand(const Call& call, const char* argument, const Tensor& t, const Tensor& c,
+                          Shape expected, const char* layout) {
     if (c.rank() == 3 && t.rank() == 3) expected.insert(expected.begin(), c.shape()[0]);
-    if (t.shape() != expected) call.fail_shape(argument, shape_string(expected) + layout, t.shape(), element_count(expected));
+    if (t.shape() != expected)
+        call.fail_shape(argument, shape_string(expected) + layout, t.shape(), element_count(expected));
 }
 
 }  // namespace
@@ -291,7 +295,8 @@ void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std
     call.float_dtype("y", y);
     call.shape("y", y, x.shape());
     if (!(p >= 0 && p < 1)) call.fail("p", "must be in [0, 1), got " + std::to_string(p));
-    if (x.size() >= (std::size_t{1} << 32)) call.fail("x", "has 2^32 elements or more (the mask indexes with 32 bits)");
+    if (x.size() >= (std::size_t{1} << 32))
+        call.fail("x", "has 2^32 elements or more (the mask indexes with 32 bits)");
     if (x.size() == 0) return;
     call.backend().dropout(x, y, p, seed, stream);
 }
@@ -315,7 +320,8 @@ void reduce_sum(const Tensor& x, const Tensor& y, std::size_t axis, bool accumul
     Shape kept = x.shape();
     kept[axis] = 1;
     if (y.shape() != dropped && y.shape() != kept) {
-        call.fail_shape("y", shape_string(dropped) + " or " + shape_string(kept), y.shape(), element_count(dropped));
+        call.fail_shape("y", shape_string(dropped) + " or " + shape_string(kept), y.shape(),
+                        element_count(dropped));
     }
     std::size_t outer = 1;
     std::size_t inner = 1;
@@ -398,7 +404,8 @@ void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const 
     check_per_row(call, "mean", mean, x.shape());
     check_per_row(call, "rstd", rstd, x.shape());
     call.distinct("mean", mean, "rstd", rstd);
-    if (!(eps >= 0) || !std::isfinite(eps)) call.fail("eps", "expected a finite value >= 0, got " + std::to_string(eps));
+    if (!(eps >= 0) || !std::isfinite(eps))
+        call.fail("eps", "expected a finite value >= 0, got " + std::to_string(eps));
     if (x.size() == 0) return;
     call.backend().layer_norm(x, gamma, beta, y, mean, rstd, eps);
 }
@@ -431,7 +438,8 @@ void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
     if (has_dx) call.shape("dx", dx, x.shape());
     if (has_dgamma) call.shape("dgamma", dgamma, {n});
     if (has_dbeta) call.shape("dbeta", dbeta, {n});
-    for (const auto& [name, grad] : {std::pair<const char*, const Tensor*>{"dx", &dx}, {"dgamma", &dgamma}, {"dbeta", &dbeta}}) {
+    for (const auto& [name, grad] :
+         {std::pair<const char*, const Tensor*>{"dx", &dx}, {"dgamma", &dgamma}, {"dbeta", &dbeta}}) {
         call.distinct(name, *grad, "dy", dy);
         call.distinct(name, *grad, "x", x);
         call.distinct(name, *grad, "gamma", gamma);
@@ -455,13 +463,14 @@ void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tenso
     call.shape("gamma", gamma, {x.dim(-1)});
     call.shape("y", y, x.shape());
     check_per_row(call, "rstd", rstd, x.shape());
-    if (!(eps >= 0) || !std::isfinite(eps)) call.fail("eps", "expected a finite value >= 0, got " + std::to_string(eps));
+    if (!(eps >= 0) || !std::isfinite(eps))
+        call.fail("eps", "expected a finite value >= 0, got " + std::to_string(eps));
     if (x.size() == 0) return;
     call.backend().rms_norm(x, gamma, y, rstd, eps);
 }
 
-void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd, const Tensor& dx,
-                       const Tensor& dgamma) {
+void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
+                       const Tensor& dx, const Tensor& dgamma) {
     Call call("rms_norm_backward");
     call.tensor("dy", dy);
     call.tensor("x", x);
@@ -542,7 +551,8 @@ void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& lo
     check_finite(call, "dloss", dloss);
     const std::size_t rows = rows_of(logits.shape());
     if (rows == 0) return;
-    if (logits.dim(-1) == 0) call.fail_shape("logits", "[rows, V] with V >= 1", logits.shape(), logits.size());
+    if (logits.dim(-1) == 0)
+        call.fail_shape("logits", "[rows, V] with V >= 1", logits.shape(), logits.size());
     call.backend().cross_entropy(logits, targets, losses, dlogits, pad_id, dloss);
 }
 
@@ -587,14 +597,15 @@ AttentionShape check_attention_inputs(Call& call, const Tensor& q, const Tensor&
     s.key_length = k.shape()[1];
     s.kv_heads = k.shape()[2];
     if (k.shape()[0] != s.batch || k.shape()[3] != s.head_dim) {
-        call.fail_shape(k_name,
-                        "[" + std::to_string(s.batch) + ", T, Hkv, " + std::to_string(s.head_dim) + "] (B and D from q)",
-                        k.shape(), k.size());
+        call.fail_shape(
+            k_name,
+            "[" + std::to_string(s.batch) + ", T, Hkv, " + std::to_string(s.head_dim) + "] (B and D from q)",
+            k.shape(), k.size());
     }
     if (s.kv_heads == 0 ? s.query_heads != 0 : s.query_heads % s.kv_heads != 0) {
-        call.fail_shape(k_name,
-                        "a head count dividing q's " + std::to_string(s.query_heads) + " (grouped-query heads)",
-                        k.shape(), k.size());
+        call.fail_shape(
+            k_name, "a head count dividing q's " + std::to_string(s.query_heads) + " (grouped-query heads)",
+            k.shape(), k.size());
     }
     call.shape(v_name, v, k.shape());
     return s;
@@ -617,8 +628,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
     call.float_dtype("out", out);
     call.accumulate("lse", lse);
     if (s.key_length != s.query_length) {
-        call.fail_shape("k", "[" + std::to_string(s.batch) + ", " + std::to_string(s.query_length) +
-                                 ", Hkv, " + std::to_string(s.head_dim) + "] (T from q)",
+        call.fail_shape("k",
+                        "[" + std::to_string(s.batch) + ", " + std::to_string(s.query_length) + ", Hkv, " +
+                            std::to_string(s.head_dim) + "] (T from q)",
                         k.shape(), k.size());
     }
     call.shape("out", out, q.shape());
@@ -631,9 +643,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
     call.backend().attention(q, k, v, out, lse, scale, options.causal);
 }
 
-void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                        AttentionOptions options) {
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv, AttentionOptions options) {
     Call call("attention_backward");
     const AttentionShape s = check_attention_inputs(call, q, k, v, "k", "v");
     call.tensor("out", out);
@@ -649,8 +661,9 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     if (has_dk) call.float_dtype("dk", dk);
     if (has_dv) call.float_dtype("dv", dv);
     if (s.key_length != s.query_length) {
-        call.fail_shape("k", "[" + std::to_string(s.batch) + ", " + std::to_string(s.query_length) +
-                                 ", Hkv, " + std::to_string(s.head_dim) + "] (T from q)",
+        call.fail_shape("k",
+                        "[" + std::to_string(s.batch) + ", " + std::to_string(s.query_length) + ", Hkv, " +
+                            std::to_string(s.head_dim) + "] (T from q)",
                         k.shape(), k.size());
     }
     call.shape("out", out, q.shape());
@@ -659,8 +672,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     if (has_dq) call.shape("dq", dq, q.shape());
     if (has_dk) call.shape("dk", dk, k.shape());
     if (has_dv) call.shape("dv", dv, v.shape());
-    const std::pair<const char*, const Tensor*> reads[] = {{"q", &q}, {"k", &k}, {"v", &v}, {"out", &out},
-                                                           {"lse", &lse}, {"dout", &dout}};
+    const std::pair<const char*, const Tensor*> reads[] = {{"q", &q},     {"k", &k},     {"v", &v},
+                                                           {"out", &out}, {"lse", &lse}, {"dout", &dout}};
     const std::pair<const char*, const Tensor*> grads[] = {{"dq", &dq}, {"dk", &dk}, {"dv", &dv}};
     for (const auto& [grad_name, grad] : grads) {
         for (const auto& [read_name, read] : reads) call.distinct(grad_name, *grad, read_name, *read);
@@ -673,8 +686,8 @@ void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const
     call.backend().attention_backward(q, k, v, out, lse, dout, dq, dk, dv, scale, options.causal);
 }
 
-void kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out, std::size_t past,
-                  AttentionOptions options) {
+void kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
+                  std::size_t past, AttentionOptions options) {
     Call call("kv_attention");
     const AttentionShape s = check_attention_inputs(call, q, k_cache, v_cache, "k_cache", "v_cache");
     call.tensor("out", out);
@@ -710,23 +723,24 @@ void check_broadcast(const Call& call, const std::string& argument, const Tensor
     if (!column.empty()) column.back() = 1;
     call.fail_shape(argument,
                     shape_string(shape) + " or one that broadcasts to it (one element, " +
-                        shape_string(shape.empty() ? Shape{} : Shape{shape.back()}) + ", " + shape_string(column) + ")",
+                        shape_string(shape.empty() ? Shape{} : Shape{shape.back()}) + ", " +
+                        shape_string(column) + ")",
                     input.shape(), element_count(shape));
 }
 
 void check_tape_counts(const Call& call, const Tape& tape, std::size_t inputs, std::size_t outputs,
                        const char* outputs_name, std::size_t params) {
     if (inputs != tape.input_count()) {
-        call.fail("inputs", std::to_string(inputs) + " tensors for a tape of " + std::to_string(tape.input_count()) +
-                                " inputs");
+        call.fail("inputs", std::to_string(inputs) + " tensors for a tape of " +
+                                std::to_string(tape.input_count()) + " inputs");
     }
     if (outputs != tape.output_count()) {
         call.fail(outputs_name, std::to_string(outputs) + " tensors for a tape of " +
                                     std::to_string(tape.output_count()) + " outputs");
     }
     if (params != tape.param_count()) {
-        call.fail("params", std::to_string(params) + " values for a tape of " + std::to_string(tape.param_count()) +
-                                " parameters");
+        call.fail("params", std::to_string(params) + " values for a tape of " +
+                                std::to_string(tape.param_count()) + " parameters");
     }
 }
 
@@ -754,7 +768,8 @@ void elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<con
         check_broadcast(call, argument, inputs[i], shape);
         if (inputs[i].shape() != shape) {
             for (std::size_t j = 0; j < outputs.size(); ++j) {
-                call.distinct(argument, inputs[i], "outputs[" + std::to_string(j) + "] (it broadcasts)", outputs[j]);
+                call.distinct(argument, inputs[i], "outputs[" + std::to_string(j) + "] (it broadcasts)",
+                              outputs[j]);
             }
         }
     }
@@ -763,13 +778,14 @@ void elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<con
     call.backend().elementwise(tape, inputs, outputs, params);
 }
 
-void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> output_grads,
-                          std::span<const Tensor> input_grads, std::span<const double> params) {
+void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
+                          std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
+                          std::span<const double> params) {
     Call call("elementwise_backward");
     check_tape_counts(call, tape, inputs.size(), output_grads.size(), "output_grads", params.size());
     if (input_grads.size() != inputs.size()) {
-        call.fail("input_grads", std::to_string(input_grads.size()) + " tensors for " + std::to_string(inputs.size()) +
-                                     " inputs (undefined ones are skipped)");
+        call.fail("input_grads", std::to_string(input_grads.size()) + " tensors for " +
+                                     std::to_string(inputs.size()) + " inputs (undefined ones are skipped)");
     }
     if (output_grads.empty()) call.fail("output_grads", "a tape with no outputs has no gradient");
     const Shape& shape = output_grads[0].defined() ? output_grads[0].shape() : Shape{};
@@ -791,10 +807,12 @@ void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std:
         call.float_dtype(grad_argument, input_grads[i]);
         call.shape(grad_argument, input_grads[i], inputs[i].shape());
         for (std::size_t other = 0; other < inputs.size(); ++other) {
-            call.distinct(grad_argument, input_grads[i], "inputs[" + std::to_string(other) + "]", inputs[other]);
+            call.distinct(grad_argument, input_grads[i], "inputs[" + std::to_string(other) + "]",
+                          inputs[other]);
         }
         for (std::size_t j = 0; j < output_grads.size(); ++j) {
-            call.distinct(grad_argument, input_grads[i], "output_grads[" + std::to_string(j) + "]", output_grads[j]);
+            call.distinct(grad_argument, input_grads[i], "output_grads[" + std::to_string(j) + "]",
+                          output_grads[j]);
         }
         for (std::size_t other = 0; other < i; ++other) {
             call.distinct(grad_argument, input_grads[i], "input_grads[" + std::to_string(other) + "]",

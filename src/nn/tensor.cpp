@@ -16,22 +16,22 @@ namespace tapevm::nn {
 
 std::size_t dtype_size(DType dtype) {
     switch (dtype) {
-    case DType::f64: return 8;
-    case DType::f32: return 4;
-    case DType::f16: return 2;
-    case DType::bf16: return 2;
-    case DType::i32: return 4;
+        case DType::f64: return 8;
+        case DType::f32: return 4;
+        case DType::f16: return 2;
+        case DType::bf16: return 2;
+        case DType::i32: return 4;
     }
     return 0;
 }
 
 std::string_view dtype_name(DType dtype) {
     switch (dtype) {
-    case DType::f64: return "f64";
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-    case DType::i32: return "i32";
+        case DType::f64: return "f64";
+        case DType::f32: return "f32";
+        case DType::f16: return "f16";
+        case DType::bf16: return "bf16";
+        case DType::i32: return "i32";
     }
     return "?";
 }
@@ -113,19 +113,22 @@ float half_to_float(std::uint16_t bits) {
 
 std::uint16_t float_to_bfloat(float value) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-    if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
+    if ((bits & 0x7fffffffu) > 0x7f800000u)
+        return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
     return static_cast<std::uint16_t>(round_nearest_even(bits >> 16, bits & 0xffffu, 16));
 }
 
-float bfloat_to_float(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
+float bfloat_to_float(std::uint16_t bits) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+}
 
 double round_to(DType dtype, double value) {
     switch (dtype) {
-    case DType::f64: return value;
-    case DType::f32: return static_cast<double>(static_cast<float>(value));
-    case DType::f16: return half_to_float(float_to_half(round_to_odd_float(value)));
-    case DType::bf16: return bfloat_to_float(float_to_bfloat(round_to_odd_float(value)));
-    case DType::i32: return std::trunc(value);
+        case DType::f64: return value;
+        case DType::f32: return static_cast<double>(static_cast<float>(value));
+        case DType::f16: return half_to_float(float_to_half(round_to_odd_float(value)));
+        case DType::bf16: return bfloat_to_float(float_to_bfloat(round_to_odd_float(value)));
+        case DType::i32: return std::trunc(value);
     }
     return value;
 }
@@ -137,27 +140,27 @@ namespace {
 /// Element `index` of `bytes` (dtype `dtype`) as a double.
 double load_element(DType dtype, const std::byte* bytes, std::size_t index) {
     switch (dtype) {
-    case DType::f64: {
-        double value;
-        std::memcpy(&value, bytes + index * 8, 8);
-        return value;
-    }
-    case DType::f32: {
-        float value;
-        std::memcpy(&value, bytes + index * 4, 4);
-        return value;
-    }
-    case DType::f16:
-    case DType::bf16: {
-        std::uint16_t value;
-        std::memcpy(&value, bytes + index * 2, 2);
-        return dtype == DType::f16 ? half_to_float(value) : bfloat_to_float(value);
-    }
-    case DType::i32: {
-        std::int32_t value;
-        std::memcpy(&value, bytes + index * 4, 4);
-        return value;
-    }
+        case DType::f64: {
+            double value;
+            std::memcpy(&value, bytes + index * 8, 8);
+            return value;
+        }
+        case DType::f32: {
+            float value;
+            std::memcpy(&value, bytes + index * 4, 4);
+            return value;
+        }
+        case DType::f16:
+        case DType::bf16: {
+            std::uint16_t value;
+            std::memcpy(&value, bytes + index * 2, 2);
+            return dtype == DType::f16 ? half_to_float(value) : bfloat_to_float(value);
+        }
+        case DType::i32: {
+            std::int32_t value;
+            std::memcpy(&value, bytes + index * 4, 4);
+            return value;
+        }
     }
     return 0;
 }
@@ -166,29 +169,29 @@ double load_element(DType dtype, const std::byte* bytes, std::size_t index) {
 /// truncated value, which must fit (else Error naming `where`).
 void store_element(DType dtype, std::byte* bytes, std::size_t index, double value, const char* where) {
     switch (dtype) {
-    case DType::f64: std::memcpy(bytes + index * 8, &value, 8); return;
-    case DType::f32: {
-        const auto single = static_cast<float>(value);
-        std::memcpy(bytes + index * 4, &single, 4);
-        return;
-    }
-    case DType::f16:
-    case DType::bf16: {
-        const float odd = round_to_odd_float(value);
-        const std::uint16_t half = dtype == DType::f16 ? float_to_half(odd) : float_to_bfloat(odd);
-        std::memcpy(bytes + index * 2, &half, 2);
-        return;
-    }
-    case DType::i32: {
-        const double truncated = std::trunc(value);
-        if (!(truncated >= -2147483648.0 && truncated <= 2147483647.0)) {
-            throw Error(std::string(where) + ": value " + std::to_string(value) + " at index " +
-                        std::to_string(index) + " does not fit i32");
+        case DType::f64: std::memcpy(bytes + index * 8, &value, 8); return;
+        case DType::f32: {
+            const auto single = static_cast<float>(value);
+            std::memcpy(bytes + index * 4, &single, 4);
+            return;
         }
-        const auto integer = static_cast<std::int32_t>(truncated);
-        std::memcpy(bytes + index * 4, &integer, 4);
-        return;
-    }
+        case DType::f16:
+        case DType::bf16: {
+            const float odd = round_to_odd_float(value);
+            const std::uint16_t half = dtype == DType::f16 ? float_to_half(odd) : float_to_bfloat(odd);
+            std::memcpy(bytes + index * 2, &half, 2);
+            return;
+        }
+        case DType::i32: {
+            const double truncated = std::trunc(value);
+            if (!(truncated >= -2147483648.0 && truncated <= 2147483647.0)) {
+                throw Error(std::string(where) + ": value " + std::to_string(value) + " at index " +
+                            std::to_string(index) + " does not fit i32");
+            }
+            const auto integer = static_cast<std::int32_t>(truncated);
+            std::memcpy(bytes + index * 4, &integer, 4);
+            return;
+        }
     }
 }
 
@@ -206,7 +209,8 @@ std::size_t Tensor::dim(std::ptrdiff_t axis) const {
     const auto rank_signed = static_cast<std::ptrdiff_t>(shape_.size());
     const std::ptrdiff_t index = axis < 0 ? axis + rank_signed : axis;
     if (index < 0 || index >= rank_signed) {
-        throw Error("Tensor::dim: axis " + std::to_string(axis) + " out of range for shape " + shape_string(shape_));
+        throw Error("Tensor::dim: axis " + std::to_string(axis) + " out of range for shape " +
+                    shape_string(shape_));
     }
     return shape_[static_cast<std::size_t>(index)];
 }
@@ -219,8 +223,8 @@ Device Tensor::device() const {
 Tensor Tensor::reshape(Shape shape) const {
     defined_storage(storage_, "Tensor::reshape");
     if (element_count(shape) != size()) {
-        throw ShapeError("Tensor::reshape " + shape_string(shape_) + " to " + shape_string(shape), "shape", size(),
-                         element_count(shape));
+        throw ShapeError("Tensor::reshape " + shape_string(shape_) + " to " + shape_string(shape), "shape",
+                         size(), element_count(shape));
     }
     return Tensor(storage_, std::move(shape), dtype_);
 }
@@ -241,13 +245,15 @@ PendingHostCopy Tensor::to_host_later() const {
 }
 
 std::vector<double> PendingHostCopy::to_double() {
-    if (!finish_) throw Error("PendingHostCopy::to_double: nothing pending (taken already, or never started)");
+    if (!finish_)
+        throw Error("PendingHostCopy::to_double: nothing pending (taken already, or never started)");
     std::vector<std::byte> bytes(tensor_.bytes());
     const auto finish = std::move(finish_);
     finish_ = nullptr;
     finish(bytes);
     std::vector<double> values(tensor_.size());
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] = load_element(tensor_.dtype(), bytes.data(), i);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        values[i] = load_element(tensor_.dtype(), bytes.data(), i);
     tensor_ = Tensor();
     return values;
 }
@@ -283,16 +289,17 @@ std::vector<std::int32_t> Tensor::to_int() const {
 
 void Tensor::assign_bytes(std::span<const std::byte> bytes) const {
     const detail::Storage& storage = defined_storage(storage_, "Tensor::assign_bytes");
-    if (bytes.size() != this->bytes()) throw ShapeError("Tensor::assign_bytes", "bytes", this->bytes(), bytes.size());
+    if (bytes.size() != this->bytes())
+        throw ShapeError("Tensor::assign_bytes", "bytes", this->bytes(), bytes.size());
     if (!bytes.empty()) storage.backend->write(storage, 0, bytes);
 }
 
 namespace {
 
-template <typename Value>
-void assign_values(const Tensor& tensor, std::span<const Value> values) {
+template <typename Value> void assign_values(const Tensor& tensor, std::span<const Value> values) {
     if (!tensor.defined()) throw Error("Tensor::assign: undefined tensor");
-    if (values.size() != tensor.size()) throw ShapeError("Tensor::assign", "values", tensor.size(), values.size());
+    if (values.size() != tensor.size())
+        throw ShapeError("Tensor::assign", "values", tensor.size(), values.size());
     std::vector<std::byte> bytes(tensor.bytes());
     for (std::size_t i = 0; i < values.size(); ++i) {
         store_element(tensor.dtype(), bytes.data(), i, static_cast<double>(values[i]), "Tensor::assign");

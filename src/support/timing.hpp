@@ -25,7 +25,8 @@ template <class Run> void warm_up(double seconds, Run&& run) {
 
 /// The seconds of each of `repeats` calls of `run`; `after_each` is called after each call,
 /// outside the timed interval (progress, the device's own timers).
-template <class Run, class After> std::vector<double> timed_runs(unsigned repeats, Run&& run, After&& after_each) {
+template <class Run, class After>
+std::vector<double> timed_runs(unsigned repeats, Run&& run, After&& after_each) {
     std::vector<double> seconds;
     seconds.reserve(repeats);
     for (unsigned r = 0; r < repeats; ++r) {

@@ -28,8 +28,9 @@ std::vector<Isa> supported_isas() {
     std::vector<Isa> isas{Isa::sse2};
     const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     if (avx2 && TAPEVM_CPU_BUILT_AVX2) isas.push_back(Isa::avx2);
-    if (avx2 && TAPEVM_CPU_BUILT_AVX512 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    if (avx2 && TAPEVM_CPU_BUILT_AVX512 && __builtin_cpu_supports("avx512f") &&
+        __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl")) {
         isas.push_back(Isa::avx512);
     }
     return isas;

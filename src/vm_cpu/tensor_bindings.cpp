@@ -43,7 +43,8 @@ std::uint16_t float_to_half(float value) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
     const std::uint32_t sign = (bits >> 16) & 0x8000u;
     const std::uint32_t magnitude = bits & 0x7fffffffu;
-    if (magnitude > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x1ffu));
+    if (magnitude > 0x7f800000u)
+        return static_cast<std::uint16_t>(sign | 0x7e00u | ((magnitude >> 13) & 0x1ffu));
     if (magnitude >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u);  // rounds to >= 65520
     if (magnitude < 0x38800000u) {  // below the smallest normal half: subnormal or zero
         if (magnitude < 0x33000000u) return static_cast<std::uint16_t>(sign);  // <= half of the smallest
@@ -95,16 +96,20 @@ template <TensorStorage storage> void write(void* data, std::size_t index, float
 // rounding as float_to_half: to nearest even; NaN stays NaN), eight at a time.
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define TAPEVM_F16C 1
-__attribute__((target("avx,f16c"))) void halves_to_floats(const std::uint16_t* src, float* dst, std::size_t n) {
+__attribute__((target("avx,f16c"))) void halves_to_floats(const std::uint16_t* src, float* dst,
+                                                          std::size_t n) {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+        _mm256_storeu_ps(dst + i,
+                         _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
     for (; i < n; ++i) dst[i] = half_to_float(src[i]);
 }
-__attribute__((target("avx,f16c"))) void floats_to_halves(const float* src, std::uint16_t* dst, std::size_t n) {
+__attribute__((target("avx,f16c"))) void floats_to_halves(const float* src, std::uint16_t* dst,
+                                                          std::size_t n) {
     std::size_t i = 0;
     for (; i + 8 <= n; i += 8)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
     for (; i < n; ++i) dst[i] = float_to_half(src[i]);
 }
 bool f16c_supported() {

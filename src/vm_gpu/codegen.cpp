@@ -248,9 +248,8 @@ private:
             if (!dual()) {
                 w_.line("REAL " + v + " = " + (is_sin ? trig->sin : trig->cos) + ";");
             } else {  // td_sin, td_cos: the value, and the tangent through the partial
-                w_.line("Dual " + v + " = Dual(" + (is_sin ? trig->sin : trig->cos) +
-                        ", tv_contribution(" + (is_sin ? trig->cos : "-" + trig->sin) + ", " +
-                        var("v", ins.a) + ".t));");
+                w_.line("Dual " + v + " = Dual(" + (is_sin ? trig->sin : trig->cos) + ", tv_contribution(" +
+                        (is_sin ? trig->cos : "-" + trig->sin) + ", " + var("v", ins.a) + ".t));");
             }
             return;
         }
@@ -261,8 +260,8 @@ private:
                                         : "tv_value_" + op_name(ins.op) + "(" + arguments(ins) + ")") +
                     ";");
         } else if (ins.op == Op::Input) {
-            w_.line("Dual " + v + " = Dual(" + leaf(ins) + ", extra1[lane * " + u(n()) + " + " +
-                    u(ins.a) + "]);");
+            w_.line("Dual " + v + " = Dual(" + leaf(ins) + ", extra1[lane * " + u(n()) + " + " + u(ins.a) +
+                    "]);");
         } else if (arity(ins.op) == 0) {
             w_.line("Dual " + v + " = td_const(" + leaf(ins) + ");");
         } else {
@@ -338,7 +337,8 @@ private:
         const std::uint32_t reads = info(ins.op).partial_reads;
         std::string text;
         for (std::uint32_t k = 0; k < arity(ins.op); ++k)
-            text += (k ? ", " : "") + ((reads >> k) & 1u ? var("v", operand(ins, k)) : std::string("REAL(0)"));
+            text +=
+                (k ? ", " : "") + ((reads >> k) & 1u ? var("v", operand(ins, k)) : std::string("REAL(0)"));
         if (has_flag(ins.op, op_flag::immediate)) text += ", " + std::to_string(powi_exponent(ins));
         return text + ", " + (reads & partial_reads_result ? var("v", s) : std::string("REAL(0)"));
     }
@@ -645,7 +645,7 @@ private:
     std::size_t library_calls_ = 0;                                // GeneratedKernel::library_calls
     std::vector<bool> sincos_emitted_;  // per operand slot: its tv_sincos is emitted
     bool stage_inputs_ = false, stage_results_ = false;
-    std::vector<std::string> results_;  // the result row's expressions, in order
+    std::vector<std::string> results_;    // the result row's expressions, in order
     std::vector<std::vector<Sum>> sums_;  // reverse: [seed][slot], the adjoints' sums
     const BodyOperands* body_ = nullptr;  // generate_body's operands
     Writer w_;

@@ -208,7 +208,8 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
             report.pipeline_s = seconds_since(start);
             read_sizes(metadata, report.statements, report.library_calls);
             report.spirv_from_cache = true;
-            report.reason = over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
+            report.reason =
+                over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
             report.compiled = report.reason.empty();
             if (!report.compiled) entry->pipeline = nullptr;
         } else {  // the SPIR-V: from memory or disk, else generated and compiled now
@@ -227,14 +228,15 @@ CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
                 report.statements = code->statements;
                 report.library_calls = code->library_calls;
             }
-            report.reason = over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
+            report.reason =
+                over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
             if (report.reason.empty()) {
                 std::vector<std::byte> sizes;
                 append_sizes(sizes, code->statements, code->library_calls);
                 start = Clock::now();
                 try {
-                    entry->pipeline = &device_.kernels().compiled_pipeline(code->spirv, spec.double_precision,
-                                                                           name, key, &report.pipeline, sizes);
+                    entry->pipeline = &device_.kernels().compiled_pipeline(
+                        code->spirv, spec.double_precision, name, key, &report.pipeline, sizes);
                     report.compiled = true;
                 } catch (const DeviceUnavailable& error) {  // the driver refuses the kernel: interpret
                     entry->pipeline = nullptr;

@@ -286,10 +286,12 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT identifier_feature(VK_TRUE);
         // The nn layer's shader features (ComputeFeatures): 16-bit storage, float16 arithmetic
         // and NV cooperative matrices, each where offered.
-        const auto offered = physical.getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceVulkan11Features,
-                                                   vk::PhysicalDeviceVulkan12Features>();
+        const auto offered =
+            physical.getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceVulkan11Features,
+                                  vk::PhysicalDeviceVulkan12Features>();
         vk::PhysicalDeviceVulkan11Features features11;
-        features11.storageBuffer16BitAccess = offered.get<vk::PhysicalDeviceVulkan11Features>().storageBuffer16BitAccess;
+        features11.storageBuffer16BitAccess =
+            offered.get<vk::PhysicalDeviceVulkan11Features>().storageBuffer16BitAccess;
         vk::PhysicalDeviceVulkan12Features features12;
         features12.shaderFloat16 = offered.get<vk::PhysicalDeviceVulkan12Features>().shaderFloat16;
         compute_features_.storage16 = features11.storageBuffer16BitAccess != VK_FALSE;
@@ -297,20 +299,23 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
         compute_features_.int16 = supported.shaderInt16 != VK_FALSE;
         vk::PhysicalDeviceCooperativeMatrixFeaturesNV cooperative_feature;
         if (compute_features_.cooperative_matrix) {
-            const auto cooperative =
-                physical.getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceCooperativeMatrixFeaturesNV>();
+            const auto cooperative = physical.getFeatures2<vk::PhysicalDeviceFeatures2,
+                                                           vk::PhysicalDeviceCooperativeMatrixFeaturesNV>();
             compute_features_.cooperative_matrix =
-                cooperative.get<vk::PhysicalDeviceCooperativeMatrixFeaturesNV>().cooperativeMatrix != VK_FALSE &&
+                cooperative.get<vk::PhysicalDeviceCooperativeMatrixFeaturesNV>().cooperativeMatrix !=
+                    VK_FALSE &&
                 compute_features_.float16 && compute_features_.storage16;
         }
         if (compute_features_.cooperative_matrix) {
             extensions.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
             cooperative_feature.cooperativeMatrix = VK_TRUE;
             for (const auto& shape : physical.getCooperativeMatrixPropertiesNV()) {
-                if (shape.AType == vk::ComponentTypeNV::eFloat16 && shape.BType == vk::ComponentTypeNV::eFloat16 &&
-                    shape.CType == vk::ComponentTypeNV::eFloat32 && shape.DType == vk::ComponentTypeNV::eFloat32 &&
-                    shape.scope == vk::ScopeNV::eSubgroup)
-                    compute_features_.cooperative_f16_f32_shapes.push_back({shape.MSize, shape.NSize, shape.KSize});
+                if (shape.AType == vk::ComponentTypeNV::eFloat16 &&
+                    shape.BType == vk::ComponentTypeNV::eFloat16 &&
+                    shape.CType == vk::ComponentTypeNV::eFloat32 &&
+                    shape.DType == vk::ComponentTypeNV::eFloat32 && shape.scope == vk::ScopeNV::eSubgroup)
+                    compute_features_.cooperative_f16_f32_shapes.push_back(
+                        {shape.MSize, shape.NSize, shape.KSize});
             }
         }
         vk::DeviceCreateInfo device_info({}, queue_info, {}, extensions, &features);
@@ -344,18 +349,19 @@ Device::Device(std::shared_ptr<Instance> instance, const vk::raii::PhysicalDevic
 }
 
 std::string module_identifier_algorithm(const vk::raii::PhysicalDevice& physical) {
-    const auto features = physical.getFeatures2<vk::PhysicalDeviceFeatures2,
-                                                vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT,
-                                                vk::PhysicalDevicePipelineCreationCacheControlFeatures>();
+    const auto features =
+        physical
+            .getFeatures2<vk::PhysicalDeviceFeatures2, vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT,
+                          vk::PhysicalDevicePipelineCreationCacheControlFeatures>();
     if (!features.get<vk::PhysicalDeviceShaderModuleIdentifierFeaturesEXT>().shaderModuleIdentifier ||
         !features.get<vk::PhysicalDevicePipelineCreationCacheControlFeatures>().pipelineCreationCacheControl)
         return {};
-    const auto properties =
-        physical.getProperties2<vk::PhysicalDeviceProperties2, vk::PhysicalDeviceShaderModuleIdentifierPropertiesEXT>();
+    const auto properties = physical.getProperties2<vk::PhysicalDeviceProperties2,
+                                                    vk::PhysicalDeviceShaderModuleIdentifierPropertiesEXT>();
     std::string algorithm;
     char text[4];
-    for (const std::uint8_t byte :
-         properties.get<vk::PhysicalDeviceShaderModuleIdentifierPropertiesEXT>().shaderModuleIdentifierAlgorithmUUID) {
+    for (const std::uint8_t byte : properties.get<vk::PhysicalDeviceShaderModuleIdentifierPropertiesEXT>()
+                                       .shaderModuleIdentifierAlgorithmUUID) {
         std::snprintf(text, sizeof text, "%02x", byte);
         algorithm += text;
     }

@@ -62,9 +62,9 @@ std::string module_identifier_algorithm(const vk::raii::PhysicalDevice& physical
 /// kernels (src/nn/gpu): 16-bit storage buffers (f16/bf16 tensors), float16 arithmetic and
 /// VK_NV_cooperative_matrix (tensor cores) with the f16 x f16 -> f32 subgroup shapes it lists.
 struct ComputeFeatures {
-    bool storage16 = false;  // storageBuffer16BitAccess (uint16_t / float16_t in storage buffers)
-    bool float16 = false;    // shaderFloat16
-    bool int16 = false;      // shaderInt16
+    bool storage16 = false;           // storageBuffer16BitAccess (uint16_t / float16_t in storage buffers)
+    bool float16 = false;             // shaderFloat16
+    bool int16 = false;               // shaderInt16
     bool cooperative_matrix = false;  // VK_NV_cooperative_matrix enabled
     /// {M, N, K} of the f16 A/B, f32 C/D subgroup-scope shapes the device lists.
     std::vector<std::array<std::uint32_t, 3>> cooperative_f16_f32_shapes;

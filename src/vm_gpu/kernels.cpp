@@ -121,7 +121,8 @@ OpSet tape_ops(const Tape& tape) {
     return ops;
 }
 
-const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision, Specialization specialization) {
+const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision,
+                                            Specialization specialization) {
     if (double_precision && !float64_) {
         throw Unsupported("gpu: this device has no shaderFloat64; evaluate in float (f32) instead of double");
     }
@@ -134,15 +135,15 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
     const auto key = std::tuple(kernel, double_precision, specialization);
     if (const auto found = pipelines_.find(key); found != pipelines_.end()) return found->second;
     const OpSet ops = specialization.ops;
-    const std::string name = std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32") +
-                             (home_count > 0 ? " homes=" + std::to_string(home_count) : "") +
-                             (ops != all_ops ? " ops=" + std::to_string(std::popcount(ops)) : "") +
-                             (specialization.directions > 0 ? " K=" + std::to_string(specialization.directions) : "");
+    const std::string name =
+        std::string(kernel_name(kernel)) + (double_precision ? " f64" : " f32") +
+        (home_count > 0 ? " homes=" + std::to_string(home_count) : "") +
+        (ops != all_ops ? " ops=" + std::to_string(std::popcount(ops)) : "") +
+        (specialization.directions > 0 ? " K=" + std::to_string(specialization.directions) : "");
     std::optional<vk::raii::Pipeline> pipeline;
     try {
-        pipeline.emplace(
-            make_pipeline({embedded_spirv(kernel, double_precision), {}, nullptr}, double_precision, nullptr,
-                          specialization));
+        pipeline.emplace(make_pipeline({embedded_spirv(kernel, double_precision), {}, nullptr},
+                                       double_precision, nullptr, specialization));
     } catch (...) {
         rethrow_setup_error("gpu::Kernels: cannot create the " + name + " pipeline");
     }
@@ -175,18 +176,20 @@ vk::raii::Pipeline Kernels::make_pipeline(ShaderSource source, bool double_preci
     // 2 and 3 (compact and local kernels, where not all) the op set's low and high words, 4
     // (where not 0) the seeds.
     const OpSet ops = specialization.ops;
-    const std::array<std::uint32_t, 5> values = {workgroup_size(), specialization.home_count,
-                                                 static_cast<std::uint32_t>(ops), static_cast<std::uint32_t>(ops >> 32),
-                                                 specialization.directions};
+    const std::array<std::uint32_t, 5> values = {
+        workgroup_size(), specialization.home_count, static_cast<std::uint32_t>(ops),
+        static_cast<std::uint32_t>(ops >> 32), specialization.directions};
     const std::array<bool, 5> set = {true, specialization.home_count > 0, ops != all_ops, ops != all_ops,
                                      specialization.directions > 0};
     std::vector<vk::SpecializationMapEntry> entries;
     for (std::uint32_t id = 0; id < values.size(); ++id)
         if (set[id])
-            entries.emplace_back(id, id * static_cast<std::uint32_t>(sizeof(std::uint32_t)), sizeof(std::uint32_t));
+            entries.emplace_back(id, id * static_cast<std::uint32_t>(sizeof(std::uint32_t)),
+                                 sizeof(std::uint32_t));
     const vk::SpecializationInfo constants(static_cast<std::uint32_t>(entries.size()), entries.data(),
                                            values.size() * sizeof(std::uint32_t), values.data());
-    vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main", &constants);
+    vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
+                                            &constants);
     const vk::PipelineShaderStageModuleIdentifierCreateInfoEXT identifier(
         static_cast<std::uint32_t>(source.identifier.size()), source.identifier.data());
     vk::PipelineCreateFlags flags =
@@ -202,7 +205,8 @@ vk::raii::Pipeline Kernels::make_pipeline(ShaderSource source, bool double_preci
     vk::raii::Pipeline pipeline(
         device_, cache != nullptr ? vk::Optional<const vk::raii::PipelineCache>(*cache) : nullptr, info);
     if (driver_cache_hit != nullptr && (whole.flags & vk::PipelineCreationFeedbackFlagBits::eValid))
-        *driver_cache_hit = bool(whole.flags & vk::PipelineCreationFeedbackFlagBits::eApplicationPipelineCacheHit);
+        *driver_cache_hit =
+            bool(whole.flags & vk::PipelineCreationFeedbackFlagBits::eApplicationPipelineCacheHit);
     return pipeline;
 }
 
@@ -305,7 +309,8 @@ const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, co
         return nullptr;
     }
     report.create_s = seconds_since(create_start);
-    if (pipeline->getConstructorSuccessCode() != vk::Result::eSuccess || !static_cast<vk::Pipeline>(**pipeline))
+    if (pipeline->getConstructorSuccessCode() != vk::Result::eSuccess ||
+        !static_cast<vk::Pipeline>(**pipeline))
         return nullptr;  // not in the driver's cache: it needs the SPIR-V
     report.from_identifier = true;
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
@@ -319,7 +324,8 @@ std::string Kernels::identifier_key(std::string_view cache_key, bool double_prec
            precision_suffix(double_precision);
 }
 
-Kernels::PipelineCacheBlob Kernels::load_pipeline_cache(std::string_view cache_key, bool double_precision) const {
+Kernels::PipelineCacheBlob Kernels::load_pipeline_cache(std::string_view cache_key,
+                                                        bool double_precision) const {
     // One pipeline cache per kernel and device (driver version included): loading it costs what
     // the kernel's own code costs, however many kernels the cache folder holds. The driver
     // checks the blob's header (vendor, device, cache UUID) and ignores one that is not its own;
@@ -328,8 +334,8 @@ Kernels::PipelineCacheBlob Kernels::load_pipeline_cache(std::string_view cache_k
     if (auto stored = DiskCache(default_cache_folder()).load(pipeline_cache_key(cache_key, double_precision)))
         result.blob = std::move(*stored);
     try {
-        result.cache =
-            vk::raii::PipelineCache(device_, vk::PipelineCacheCreateInfo({}, result.blob.size(), result.blob.data()));
+        result.cache = vk::raii::PipelineCache(
+            device_, vk::PipelineCacheCreateInfo({}, result.blob.size(), result.blob.data()));
     } catch (const vk::Error&) {  // a blob the driver rejects: start empty
         result.blob.clear();
         result.cache = vk::raii::PipelineCache(device_, vk::PipelineCacheCreateInfo());

@@ -131,7 +131,7 @@ struct PipelineReport {
     bool reused = false;      // the device had made it before in this process
     double cache_load_s = 0;  // its pipeline cache: the blob from disk, vkCreatePipelineCache
     double create_s = 0;      // vkCreateShaderModule and vkCreateComputePipelines
-    double store_s = 0;       // the pipeline cache's data and module identifier to disk (a newly made pipeline)
+    double store_s = 0;  // the pipeline cache's data and module identifier to disk (a newly made pipeline)
     bool from_identifier = false;  // made by identified_pipeline(): no SPIR-V
     /// From pipeline creation feedback: whether the driver found the pipeline in the
     /// pipeline cache (nothing where it does not say).
@@ -144,8 +144,8 @@ public:
     /// the kernels ask to preserve (float_controls.hpp).
     /// `cache_key`: names the device and its driver version; the pipeline caches of compiled
     /// kernels are kept on disk under it.
-    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls, KernelsFeatures features,
-            std::string cache_key);
+    Kernels(const vk::raii::Device& device, bool float64, const FloatControls& controls,
+            KernelsFeatures features, std::string cache_key);
     ~Kernels();
 
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
@@ -156,7 +156,8 @@ public:
     /// local_home_count() value, at least the homes per point of every call that runs the
     /// pipeline); 0 for the others. Its ops and directions apply to takes_op_set() kernels only.
     /// Throws Unsupported for double on a device without shaderFloat64.
-    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision, Specialization specialization = {});
+    const vk::raii::Pipeline& pipeline(Kernel kernel, bool double_precision,
+                                       Specialization specialization = {});
     /// The pipeline of SPIR-V compiled at run time (the tape compiler, compiler.hpp) under
     /// `cache_key` (its kernel's key), created on first use by create_pipeline() and then kept
     /// for the device's life with `metadata` (the compiler's sizes of the kernel): every Vm of

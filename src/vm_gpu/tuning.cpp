@@ -32,8 +32,8 @@ Choice choice(const char* name, const std::pair<const char*, Choice> (&names)[co
     const char* text = std::getenv(name);
     if (text == nullptr || *text == '\0') return fallback;
     const std::string value = text;
-    const auto* found =
-        std::find_if(std::begin(names), std::end(names), [&](const auto& entry) { return value == entry.first; });
+    const auto* found = std::find_if(std::begin(names), std::end(names),
+                                     [&](const auto& entry) { return value == entry.first; });
     if (found != std::end(names)) return found->second;
     std::string listed;
     for (std::size_t i = 0; i < count; ++i)

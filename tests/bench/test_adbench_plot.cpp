@@ -111,7 +111,8 @@ TEST_CASE("plot.py draws one line per backend/precision/threads, one chart per w
 
     CHECK(svg.find("<svg ") != std::string::npos);
     // One chart per workload, holding its own lines only (and a legend entry per line).
-    const std::string ba = group_with_id(svg, "chart:ba"), rosenbrock16 = group_with_id(svg, "chart:rosenbrock16");
+    const std::string ba = group_with_id(svg, "chart:ba"),
+                      rosenbrock16 = group_with_id(svg, "chart:rosenbrock16");
     REQUIRE_FALSE(ba.empty());
     REQUIRE_FALSE(rosenbrock16.empty());
     CHECK(count(svg, "<g id=\"chart:") == 2);

@@ -191,14 +191,15 @@ TEST_CASE("ADBench's expected outputs: read, rho, and where they live") {
                          tapevm::Error);
     CHECK_THROWS_WITH_AS(parse_ba_expected("[1]", "e.json"), doctest::Contains("e.json: \"ba\": missing"),
                          tapevm::Error);
-    const std::string bad = R"({"ba": {"objective_calculation_correctness:expected_reproj_err": [1, 2, "x"]}})";
+    const std::string bad =
+        R"({"ba": {"objective_calculation_correctness:expected_reproj_err": [1, 2, "x"]}})";
     CHECK_THROWS_WITH_AS(parse_ba_expected(bad, "e.json"), doctest::Contains("element 2 is not a number"),
                          tapevm::Error);
     const std::string not_array = R"({"ba": {"objective_calculation_correctness:expected_reproj_err": 1}})";
-    CHECK_THROWS_WITH_AS(parse_ba_expected(not_array, "e.json"), doctest::Contains("expected an array of numbers"),
-                         tapevm::Error);
-    CHECK_THROWS_WITH_AS(parse_ba_expected(R"({"ba": [1, 2, x]})", "e.json"), doctest::Contains("e.json: not JSON"),
-                         tapevm::Error);
+    CHECK_THROWS_WITH_AS(parse_ba_expected(not_array, "e.json"),
+                         doctest::Contains("expected an array of numbers"), tapevm::Error);
+    CHECK_THROWS_WITH_AS(parse_ba_expected(R"({"ba": [1, 2, x]})", "e.json"),
+                         doctest::Contains("e.json: not JSON"), tapevm::Error);
 
     CHECK(rho(1.0, 1.0) == 0);
     CHECK(rho(0.0, 0.5) == 0.5);

@@ -28,8 +28,8 @@ struct SmallBa {
     explicit SmallBa(std::uint64_t seed) {
         tapevm::support::SplitMix64 rng(seed);
         // ADBench ba1's camera and point, varied.
-        const double camera[11] = {-0.758453, -1.109613, -0.845551, 34.556073, 39.676747, 53.881673,
-                                   419.194514, 5.864426, -8.518870, 0.087812, 0.002739};
+        const double camera[11] = {-0.758453,  -1.109613, -0.845551, 34.556073, 39.676747, 53.881673,
+                                   419.194514, 5.864426,  -8.518870, 0.087812,  0.002739};
         const double point[3] = {7.203245, 0.001144, 3.023326};
         std::vector<double> true_cameras, true_points;
         for (std::size_t c = 0; c < cameras; ++c)
@@ -68,7 +68,8 @@ struct Built {
     Built(const SmallBa& ba, bool use_adapter) : cameras(ba.camera_values), points(ba.point_values) {
         ceres::Problem::Options options;
         if (use_adapter) {
-            adapter = std::make_unique<BaResiduals>(tapevm::ceres::Options{tapevm::ceres::Device::cpu, 2, ""});
+            adapter =
+                std::make_unique<BaResiduals>(tapevm::ceres::Options{tapevm::ceres::Device::cpu, 2, ""});
             options.evaluation_callback = adapter.get();
         }
         problem = std::make_unique<ceres::Problem>(options);
@@ -76,10 +77,12 @@ struct Built {
             double* camera = cameras.data() + 11 * ba.observation_camera[k];
             double* point = points.data() + 3 * ba.observation_point[k];
             if (adapter)
-                blocks.push_back(adapter->add_residual_block(*problem, {camera, 11}, {point, 3}, ba.weights[k], ba.feature(k)));
+                blocks.push_back(adapter->add_residual_block(*problem, {camera, 11}, {point, 3},
+                                                             ba.weights[k], ba.feature(k)));
             else
                 blocks.push_back(problem->AddResidualBlock(
-                    tapevm::ceres::make_autodiff_reprojection(ba.weights[k], ba.feature(k)), nullptr, camera, point));
+                    tapevm::ceres::make_autodiff_reprojection(ba.weights[k], ba.feature(k)), nullptr, camera,
+                    point));
         }
     }
 };
@@ -104,8 +107,8 @@ std::vector<double> blocks_of(const Built& built, bool jacobians) {
         double residuals[2], camera_jacobian[22], point_jacobian[6];
         double* jacobian_pointers[2] = {camera_jacobian, point_jacobian};
         const double* const values[2] = {parameters[0], parameters[1]};
-        REQUIRE(built.problem->GetCostFunctionForResidualBlock(id)->Evaluate(values, residuals,
-                                                                              jacobians ? jacobian_pointers : nullptr));
+        REQUIRE(built.problem->GetCostFunctionForResidualBlock(id)->Evaluate(
+            values, residuals, jacobians ? jacobian_pointers : nullptr));
         out.insert(out.end(), residuals, residuals + 2);
         if (jacobians) {
             out.insert(out.end(), camera_jacobian, camera_jacobian + 22);
@@ -142,14 +145,17 @@ TEST_CASE("the adapter's residuals and Jacobians equal AutoDiffCostFunction's") 
     SUBCASE("block by block, residuals only and with Jacobians") {
         tapevm_built.adapter->PrepareForEvaluation(false, true);
         CHECK(tapevm_built.adapter->timings().value_calls == 1);
-        check_close(blocks_of(tapevm_built, false), blocks_of(autodiff, false), "residuals from the forward pass");
+        check_close(blocks_of(tapevm_built, false), blocks_of(autodiff, false),
+                    "residuals from the forward pass");
         CHECK(tapevm_built.adapter->jets_blocks() == 0);
         // Jacobians asked for where only values were evaluated: Jets, still right.
-        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true), "blocks before the Jacobian pass");
+        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true),
+                    "blocks before the Jacobian pass");
         CHECK(tapevm_built.adapter->jets_blocks() == ba.observations);
         tapevm_built.adapter->PrepareForEvaluation(true, false);
         CHECK(tapevm_built.adapter->timings().jacobian_calls == 1);
-        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true), "blocks from the Jacobian pass");
+        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true),
+                    "blocks from the Jacobian pass");
         CHECK(tapevm_built.adapter->jets_blocks() == ba.observations);
         // Same point, already there: nothing is evaluated again.
         tapevm_built.adapter->PrepareForEvaluation(true, false);
@@ -159,14 +165,16 @@ TEST_CASE("the adapter's residuals and Jacobians equal AutoDiffCostFunction's") 
         tapevm_built.adapter->PrepareForEvaluation(true, true);
         for (double& v : tapevm_built.points) v += 0.25;
         for (double& v : autodiff.points) v += 0.25;
-        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true), "blocks after the values moved");
+        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true),
+                    "blocks after the values moved");
         CHECK(tapevm_built.adapter->jets_blocks() == ba.observations);
     }
     SUBCASE("an observation off the recorded branch (zero rotation) goes to Jets") {
         for (int i = 0; i < 3; ++i) tapevm_built.cameras[i] = autodiff.cameras[i] = 0.0;
         tapevm_built.adapter->PrepareForEvaluation(true, true);
         CHECK(tapevm_built.adapter->diverged() == ba.observations / ba.cameras);
-        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true), "blocks with camera 0 unrotated");
+        check_close(blocks_of(tapevm_built, true), blocks_of(autodiff, true),
+                    "blocks with camera 0 unrotated");
         CHECK(tapevm_built.adapter->jets_blocks() == ba.observations / ba.cameras);
     }
 }
@@ -201,16 +209,20 @@ TEST_CASE("bad input is a tapevm::Error naming the argument") {
     std::vector<double> camera(ba.camera_values.begin(), ba.camera_values.begin() + 12);
     std::vector<double> point(ba.point_values.begin(), ba.point_values.begin() + 4);
     const std::array<double, 2> feature = ba.feature(0);
-    CHECK_THROWS_WITH_AS(adapter.add_residual_block(problem, {camera.data(), 10}, {point.data(), 3}, 1.0, feature),
-                         doctest::Contains("camera has 10 values, expected 11"), tapevm::Error);
-    CHECK_THROWS_WITH_AS(adapter.add_residual_block(problem, {camera.data(), 11}, {point.data(), 4}, 1.0, feature),
-                         doctest::Contains("point has 4 values, expected 3"), tapevm::Error);
-    CHECK_THROWS_WITH_AS(adapter.add_residual_block(problem, {camera.data(), 11}, {point.data(), 3}, std::nan(""), feature),
-                         doctest::Contains("weight is not finite"), tapevm::Error);
+    CHECK_THROWS_WITH_AS(
+        adapter.add_residual_block(problem, {camera.data(), 10}, {point.data(), 3}, 1.0, feature),
+        doctest::Contains("camera has 10 values, expected 11"), tapevm::Error);
+    CHECK_THROWS_WITH_AS(
+        adapter.add_residual_block(problem, {camera.data(), 11}, {point.data(), 4}, 1.0, feature),
+        doctest::Contains("point has 4 values, expected 3"), tapevm::Error);
+    CHECK_THROWS_WITH_AS(
+        adapter.add_residual_block(problem, {camera.data(), 11}, {point.data(), 3}, std::nan(""), feature),
+        doctest::Contains("weight is not finite"), tapevm::Error);
     problem.AddParameterBlock(point.data(), 4);
-    CHECK_THROWS_WITH_AS(adapter.add_residual_block(problem, {camera.data(), 11}, {point.data(), 3}, 1.0, feature),
-                         doctest::Contains("point: the problem already has this parameter block with 4 values"),
-                         tapevm::Error);
+    CHECK_THROWS_WITH_AS(
+        adapter.add_residual_block(problem, {camera.data(), 11}, {point.data(), 3}, 1.0, feature),
+        doctest::Contains("point: the problem already has this parameter block with 4 values"),
+        tapevm::Error);
     CHECK(adapter.observations() == 0);
 
     // A problem whose blocks are not the adapter's BA blocks.
@@ -218,7 +230,8 @@ TEST_CASE("bad input is a tapevm::Error naming the argument") {
     std::vector<double> camera2(camera), point2(3, 1.0);
     adapter.add_residual_block(other, {camera2.data(), 11}, {point2.data(), 3}, 1.0, feature);
     adapter.check_problem(other);
-    other.AddResidualBlock(tapevm::ceres::make_autodiff_reprojection(1.0, feature), nullptr, camera2.data(), point2.data());
-    CHECK_THROWS_WITH_AS(adapter.check_problem(other), doctest::Contains("residual block 1 is not a BA reprojection block"),
-                         tapevm::Error);
+    other.AddResidualBlock(tapevm::ceres::make_autodiff_reprojection(1.0, feature), nullptr, camera2.data(),
+                           point2.data());
+    CHECK_THROWS_WITH_AS(adapter.check_problem(other),
+                         doctest::Contains("residual block 1 is not a BA reprojection block"), tapevm::Error);
 }

@@ -41,7 +41,8 @@ TEST_CASE("the ceres peer's reprojection and weight blocks equal the reference V
         for (std::size_t i = 0; i < got.size(); ++i)
             worst = std::max(worst, std::abs(got[i] - want[i]) / std::max(1.0, std::abs(want[i])));
         CHECK(worst <= 1e-12);
-        for (std::size_t k = 0; k < points; ++k) CHECK(got_weight[k] == doctest::Approx(-2 * weights[k]).epsilon(1e-15));
+        for (std::size_t k = 0; k < points; ++k)
+            CHECK(got_weight[k] == doctest::Approx(-2 * weights[k]).epsilon(1e-15));
     }
     CHECK_THROWS_AS(make_block_jacobians("ceres", Precision::f32, 1), tapevm::Unsupported);
 }

@@ -121,7 +121,8 @@ template <class Real> void check_near_multiples_of_half_pi() {
             for (const double sign : {1.0, -1.0}) {
                 Real x = static_cast<Real>(sign * (k + half) * 3.14159265358979323846);
                 for (int step = 0; step < 3; ++step) x = std::nextafter(x, Real(0));
-                for (int step = 0; step < 7; ++step, x = std::nextafter(x, sign * Real(1e30))) xs.push_back(x);
+                for (int step = 0; step < 7; ++step, x = std::nextafter(x, sign * Real(1e30)))
+                    xs.push_back(x);
             }
     std::vector<Real> got(xs.size() * 3);
     const auto evaluator = b.make(tape);
@@ -136,8 +137,9 @@ template <class Real> void check_near_multiples_of_half_pi() {
             const double bound = tol.value_ulp_for(ops[j]);
             const double ulps = ulp_distance<Real>(got[i * 3 + j], want[j]);
             if (!(ulps <= bound) && ++wrong <= 10)
-                MESSAGE(info(ops[j]).name << "(" << show(x) << ") = " << show(got[i * 3 + j]) << ", the C library "
-                                        << show(want[j]) << ": " << ulps << " ulp, bound " << bound);
+                MESSAGE(info(ops[j]).name << "(" << show(x) << ") = " << show(got[i * 3 + j])
+                                          << ", the C library " << show(want[j]) << ": " << ulps
+                                          << " ulp, bound " << bound);
         }
     }
     INFO(b.name << ": " << wrong << " of " << xs.size() * 3 << " values beyond the bound");

@@ -55,7 +55,8 @@ BackendUnderTest backend_under_test() {
     BackendUnderTest backend;
     std::string reason;
     const auto device = default_device(&reason);
-    backend.name = std::string(compiled_engine() ? "gpu compiled" : "gpu") + (device ? " (" + device->name + ")" : "");
+    backend.name =
+        std::string(compiled_engine() ? "gpu compiled" : "gpu") + (device ? " (" + device->name + ")" : "");
     backend.make = [](const Tape& tape) -> std::unique_ptr<Evaluator> {
         return std::make_unique<gpu::Vm>(tape, options());
     };

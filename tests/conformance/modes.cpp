@@ -44,8 +44,9 @@ namespace {
 
 /// x, or a zero of its sign when x is subnormal in Real.
 template <class Real> double flush_subnormal(double x) {
-    return x != 0 && std::fabs(x) < static_cast<double>(std::numeric_limits<Real>::min()) ? std::copysign(0.0, x)
-                                                                                          : x;
+    return x != 0 && std::fabs(x) < static_cast<double>(std::numeric_limits<Real>::min())
+               ? std::copysign(0.0, x)
+               : x;
 }
 
 /// Flushes the subnormals of `values` in place; true when there were some.
@@ -66,8 +67,8 @@ Comparison<Real> run_all(const Evaluator& evaluator, const PointSet<Real>& point
     Comparison<Real> c;
     c.got = evaluate_all(evaluator, points, seeds);
     const reference::Vm reference(evaluator.tape());
-    const auto on_reference = [&reference](const PointSet<Real>& p, const Seeds<Real>& s, Results<double>& in_double,
-                                           Results<Real>& in_real) {
+    const auto on_reference = [&reference](const PointSet<Real>& p, const Seeds<Real>& s,
+                                           Results<double>& in_double, Results<Real>& in_real) {
         in_double = evaluate_all(reference, convert<double>(p), convert<double>(s));
         if constexpr (sizeof(Real) == sizeof(double)) {
             in_real = in_double;
@@ -117,15 +118,22 @@ void compare_all(Failures& failures, const Comparison<Real>& c, const Tape& tape
         {"hvp", c.got.hvp, c.reference.hvp, c.reference_real.hvp, n},
     };
     const bool may_flush = tolerances<Real>().subnormals_may_flush;
-    const auto flushed_of = [&c](std::size_t index) -> std::pair<const Evaluation<double>*, const Evaluation<Real>*> {
+    const auto flushed_of =
+        [&c](std::size_t index) -> std::pair<const Evaluation<double>*, const Evaluation<Real>*> {
         if (!c.has_flushed) return {nullptr, nullptr};
-        const Evaluation<double>* in_double[] = {&c.flushed.forward,          &c.flushed.gradient,
-                                                 &c.flushed.jacobian_forward, &c.flushed.jacobian_reverse,
-                                                 &c.flushed.jvp,              &c.flushed.vjp,
+        const Evaluation<double>* in_double[] = {&c.flushed.forward,
+                                                 &c.flushed.gradient,
+                                                 &c.flushed.jacobian_forward,
+                                                 &c.flushed.jacobian_reverse,
+                                                 &c.flushed.jvp,
+                                                 &c.flushed.vjp,
                                                  &c.flushed.hvp};
-        const Evaluation<Real>* in_real[] = {&c.flushed_real.forward,          &c.flushed_real.gradient,
-                                             &c.flushed_real.jacobian_forward, &c.flushed_real.jacobian_reverse,
-                                             &c.flushed_real.jvp,              &c.flushed_real.vjp,
+        const Evaluation<Real>* in_real[] = {&c.flushed_real.forward,
+                                             &c.flushed_real.gradient,
+                                             &c.flushed_real.jacobian_forward,
+                                             &c.flushed_real.jacobian_reverse,
+                                             &c.flushed_real.jvp,
+                                             &c.flushed_real.vjp,
                                              &c.flushed_real.hvp};
         return {in_double[index], in_real[index]};
     };
@@ -137,7 +145,8 @@ void compare_all(Failures& failures, const Comparison<Real>& c, const Tape& tape
         std::vector<std::size_t> diverged = mode.reference.report.diverged;
         std::vector<Real> got_values = mode.got.values;
         const auto [flushed, flushed_real] = flushed_of(index);
-        if (may_flush && expected.size() == mode.got.values.size() && expected_real.size() == expected.size()) {
+        if (may_flush && expected.size() == mode.got.values.size() &&
+            expected_real.size() == expected.size()) {
             // A flushing backend may match the reference with flushed results, or the
             // reference on flushed inputs (with flushed results): take the first that matches.
             // Its own subnormal results count as the zeros it treats them as.

@@ -128,7 +128,8 @@ TEST_CASE("threads 1, 2 and 3 give identical results; block_lanes is a multiple 
 TEST_CASE("TAPEVM_CPU_BLOCK_LANES sets the block size unless Options does; bad values throw") {
     const Tape tape = tapevm::examples::example_tape("trig16");
     const RandomBatch<double> data(tape, 300, 4, false);
-    const auto expected = Vm(tape, {.threads = 1, .isa = Isa::sse2, .block_lanes = 64}).gradient(data.batch());
+    const auto expected =
+        Vm(tape, {.threads = 1, .isa = Isa::sse2, .block_lanes = 64}).gradient(data.batch());
     {
         const ScopedEnvironment lanes("TAPEVM_CPU_BLOCK_LANES", "40");
         const Vm vm(tape, {.threads = 1, .isa = Isa::sse2});

@@ -46,9 +46,12 @@ Emulated emulate(const Tape& tape, const gpu::detail::CompactProgram& program, s
         const auto& info = words[2 * e + 1];
         const auto op = static_cast<Op>(ins[0] & 0xffff);
         double value = 0;
-        if (op == Op::Input) value = x[ins[1]];
-        else if (op == Op::Param) value = params[ins[1]];
-        else if (op == Op::Const) value = tape.constants()[ins[1]];
+        if (op == Op::Input)
+            value = x[ins[1]];
+        else if (op == Op::Param)
+            value = params[ins[1]];
+        else if (op == Op::Const)
+            value = tape.constants()[ins[1]];
         else {
             const std::uint32_t arity = ins[0] >> TV_PROGRAM_ARITY_SHIFT;
             const auto operand = [&](std::uint32_t k) { return k < arity ? values.at(ins[1 + k]) : unset; };
@@ -81,7 +84,8 @@ Emulated emulate(const Tape& tape, const gpu::detail::CompactProgram& program, s
             const auto read = [&](std::uint32_t bit, std::uint32_t home) {
                 return (reads & bit) ? values.at(home) : unset;
             };
-            const std::array<double, 4> local_values = {read(1, ins[1]), read(2, ins[2]), read(4, ins[3]), read(8, info[0])};
+            const std::array<double, 4> local_values = {read(1, ins[1]), read(2, ins[2]), read(4, ins[3]),
+                                                        read(8, info[0])};
             double d[3] = {0, 0, 0};
             const std::uint32_t count =
                 detail::Sweeps<M, double>::partials(local, 3, std::span<const double>(local_values), d);
@@ -98,7 +102,9 @@ Emulated emulate(const Tape& tape, const gpu::detail::CompactProgram& program, s
     return result;
 }
 
-bool same(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b)); }
+bool same(double a, double b) {
+    return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
 
 void check_compact(const Tape& tape, double low, double high) {
     const auto forward = gpu::detail::compact_program(tape, false);

@@ -216,8 +216,8 @@ std::vector<std::int64_t> check_reverse_order(const Tape& tape, std::uint32_t se
         std::vector<std::vector<std::uint32_t>> terms(slots);
         const auto outputs = tape.outputs();
         for (std::uint32_t j = 0; j < outputs.size(); ++j)
-            if (depends[outputs[j]] && (from_buffer || j == k)) terms[outputs[j]].push_back(
-                static_cast<std::uint32_t>(terms[outputs[j]].size()));
+            if (depends[outputs[j]] && (from_buffer || j == k))
+                terms[outputs[j]].push_back(static_cast<std::uint32_t>(terms[outputs[j]].size()));
         for (std::size_t s = 0; s < slots; ++s) {
             if (!order.active[s] || !order.reached[k][s]) continue;
             CHECK(order.after[s] >= reads[s]);
@@ -519,10 +519,10 @@ TEST_CASE("kernel keys name the tape's contents and the spec, nothing else") {
     spec.directions = 1;
     const std::string key = kernel_key(make(0.5, true), spec);
     CHECK(key.rfind("kernel-", 0) == 0);
-    CHECK(key.size() == 7 + 32);                         // 128 bits in hex
-    CHECK(kernel_key(make(0.5, true), spec) == key);      // the same tape recorded again
-    CHECK(kernel_key(make(0.25, true), spec) != key);     // a constant
-    CHECK(kernel_key(make(0.5, false), spec) != key);     // an op
+    CHECK(key.size() == 7 + 32);                       // 128 bits in hex
+    CHECK(kernel_key(make(0.5, true), spec) == key);   // the same tape recorded again
+    CHECK(kernel_key(make(0.25, true), spec) != key);  // a constant
+    CHECK(kernel_key(make(0.5, false), spec) != key);  // an op
     for (const auto change : std::initializer_list<void (*)(gpu::detail::KernelSpec&)>{
              [](gpu::detail::KernelSpec& s) { s.double_precision = true; },
              [](gpu::detail::KernelSpec& s) { s.directions = 2; },
@@ -581,9 +581,10 @@ TEST_CASE("glslang's warm-up runs beside compiles on other threads, and compiles
     using gpu::detail::compile_glsl;
     gpu::detail::warm_up_glsl_compiler();
     gpu::detail::warm_up_glsl_compiler();  // a second call is allowed (it starts nothing)
-    const std::string source = "#version 450\nlayout(local_size_x = 64) in;\n"
-                               "layout(std430, binding = 0) buffer Data { float data[]; };\n"
-                               "void main() { data[gl_GlobalInvocationID.x] *= 2.0; }\n";
+    const std::string source =
+        "#version 450\nlayout(local_size_x = 64) in;\n"
+        "layout(std430, binding = 0) buffer Data { float data[]; };\n"
+        "void main() { data[gl_GlobalInvocationID.x] *= 2.0; }\n";
     std::vector<std::uint32_t> beside;
     std::thread other([&] { beside = compile_glsl(source); });
     const std::vector<std::uint32_t> here = compile_glsl(source);

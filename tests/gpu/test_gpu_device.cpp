@@ -26,7 +26,6 @@ using gpu::detail::ChunkCost;
 using gpu::detail::ChunkLimits;
 using gpu::detail::select_device;
 
-
 TEST_CASE("devices() lists every device with its limits") {
     const auto devices = gpu::devices();
     REQUIRE(!devices.empty());
@@ -176,9 +175,9 @@ TEST_CASE("the program buffer carries each op's number of slot operands") {
     TapeParts parts;
     parts.inputs = 2;
     parts.constants = {3.0};
-    parts.instructions = {{Op::Input, 0, 0, 0}, {Op::Input, 1, 0, 0}, {Op::Const, 0, 0, 0},
-                          {Op::Sin, 0, 0, 0},   {Op::Powi, 3, 0xfffffffd, 0},
-                          {Op::Add, 0, 1, 0},   {Op::Fma, 0, 1, 2}};
+    parts.instructions = {{Op::Input, 0, 0, 0}, {Op::Input, 1, 0, 0},         {Op::Const, 0, 0, 0},
+                          {Op::Sin, 0, 0, 0},   {Op::Powi, 3, 0xfffffffd, 0}, {Op::Add, 0, 1, 0},
+                          {Op::Fma, 0, 1, 2}};
     parts.outputs = {4, 5, 6};
     const Tape tape(parts);
     const auto program = gpu::detail::device_program(tape);
@@ -196,7 +195,7 @@ TEST_CASE("the program buffer carries each op's number of slot operands") {
 }
 
 TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in the error") {
-    const char* names[] = {"TAPEVM_GPU_INTERPRETER", "TAPEVM_GPU_WORKGROUP", "TAPEVM_GPU_CHUNK_POINTS",
+    const char* names[] = {"TAPEVM_GPU_INTERPRETER",    "TAPEVM_GPU_WORKGROUP",   "TAPEVM_GPU_CHUNK_POINTS",
                            "TAPEVM_GPU_PIPELINE_STATS", "TAPEVM_GPU_LOCAL_HOMES", "TAPEVM_GPU_OP_SET"};
     std::vector<std::string> saved;
     for (const char* name : names) {
@@ -226,9 +225,10 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
     CHECK(set.workgroup_size == 256);
     CHECK(set.chunk_points == 1000);
     CHECK(set.local_homes == 96);
-    const std::pair<const char*, Interpreter> interpreters[] = {
-        {"auto", Interpreter::automatic}, {"compact", Interpreter::compact}, {"local", Interpreter::local},
-        {"slots", Interpreter::slots}};
+    const std::pair<const char*, Interpreter> interpreters[] = {{"auto", Interpreter::automatic},
+                                                                {"compact", Interpreter::compact},
+                                                                {"local", Interpreter::local},
+                                                                {"slots", Interpreter::slots}};
     for (const auto& entry : interpreters) {
         const char* value = entry.first;  // not a structured binding: clang 14 cannot capture one
         CAPTURE(value);
@@ -236,13 +236,13 @@ TEST_CASE("the GPU tuning variables: defaults, values, and bad values named in t
         CHECK(gpu::detail::read_tuning().interpreter == entry.second);
     }
     const std::pair<const char*, const char*> bad[] = {
-        {"TAPEVM_GPU_INTERPRETER", "fast"},   {"TAPEVM_GPU_INTERPRETER", "Local"},
+        {"TAPEVM_GPU_INTERPRETER", "fast"},      {"TAPEVM_GPU_INTERPRETER", "Local"},
         {"TAPEVM_GPU_INTERPRETER", "automatic"}, {"TAPEVM_GPU_INTERPRETER", "shared"},
-        {"TAPEVM_GPU_INTERPRETER", "local "}, {"TAPEVM_GPU_LOCAL_HOMES", "0"},
-        {"TAPEVM_GPU_LOCAL_HOMES", "65537"},  {"TAPEVM_GPU_LOCAL_HOMES", "many"},
-        {"TAPEVM_GPU_WORKGROUP", "48"},       {"TAPEVM_GPU_WORKGROUP", "2048"},
-        {"TAPEVM_GPU_CHUNK_POINTS", "-5"},    {"TAPEVM_GPU_PIPELINE_STATS", "yes"},
-        {"TAPEVM_GPU_OP_SET", "Tape"},        {"TAPEVM_GPU_OP_SET", "some"}};
+        {"TAPEVM_GPU_INTERPRETER", "local "},    {"TAPEVM_GPU_LOCAL_HOMES", "0"},
+        {"TAPEVM_GPU_LOCAL_HOMES", "65537"},     {"TAPEVM_GPU_LOCAL_HOMES", "many"},
+        {"TAPEVM_GPU_WORKGROUP", "48"},          {"TAPEVM_GPU_WORKGROUP", "2048"},
+        {"TAPEVM_GPU_CHUNK_POINTS", "-5"},       {"TAPEVM_GPU_PIPELINE_STATS", "yes"},
+        {"TAPEVM_GPU_OP_SET", "Tape"},           {"TAPEVM_GPU_OP_SET", "some"}};
     for (const auto& entry : bad) {
         const char* name = entry.first;
         const char* value = entry.second;
@@ -314,8 +314,8 @@ TEST_CASE("chunk sizes stay within the device's storage-buffer range, with every
             CHECK(lanes % 64 == 0);
             CHECK(lanes >= 64);
             CHECK(lanes * runner.work_values_per_lane(*call) * 4 <= range);
-            for (std::uint64_t width :
-                 {std::uint64_t{call->inputs.width}, std::uint64_t{call->extra0.width}, std::uint64_t{call->result_width}})
+            for (std::uint64_t width : {std::uint64_t{call->inputs.width}, std::uint64_t{call->extra0.width},
+                                        std::uint64_t{call->result_width}})
                 CHECK(lanes * width * 4 <= range);
         }
     }

@@ -36,8 +36,11 @@ Tape affine_tape() {
     TapeParts parts;
     parts.inputs = 1;
     parts.constants = {2.0, 1.0};
-    parts.instructions = {{Op::Input, 0, 0, 0}, {Op::Const, 0, 0, 0}, {Op::Const, 1, 0, 0},
-                          {Op::Mul, 0, 1, 0},   {Op::Add, 3, 2, 0}};
+    parts.instructions = {{Op::Input, 0, 0, 0},
+                          {Op::Const, 0, 0, 0},
+                          {Op::Const, 1, 0, 0},
+                          {Op::Mul, 0, 1, 0},
+                          {Op::Add, 3, 2, 0}};
     parts.outputs = {4};
     return Tape(parts);
 }
@@ -46,7 +49,8 @@ Tape affine_tape() {
 // checking every result.
 std::uint64_t forward_peak(const gpu::Vm& vm, std::size_t points) {
     std::vector<float> inputs(points);
-    for (std::size_t k = 0; k < points; ++k) inputs[k] = static_cast<float>(static_cast<int>(k % 4099) - 2049);
+    for (std::size_t k = 0; k < points; ++k)
+        inputs[k] = static_cast<float>(static_cast<int>(k % 4099) - 2049);
     const std::uint64_t before = ledger().live_bytes();
     ledger().reset_peak();
     const auto out = vm.forward(Batch<float>{points, inputs, {}});
@@ -121,7 +125,8 @@ TEST_CASE("out of device memory: smaller chunks, then a clear error; the Vm stay
         CHECK(std::all_of(gradients.begin(), gradients.end(), [](float g) { return g == 7.0f; }));
     }
     // Memory back: the same Vm works again.
-    check_close(vm.gradient(batch).values, expected.values, "gradient, after the failure", tape.input_count());
+    check_close(vm.gradient(batch).values, expected.values, "gradient, after the failure",
+                tape.input_count());
     check_validation_clean();
 }
 

@@ -62,7 +62,8 @@ public:
     void matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) override;
     void bias_add(const Tensor& x, const Tensor& bias) override;
     void add_assign(const Tensor& dst, const Tensor& src, double alpha) override;
-    void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) override;
+    void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed,
+                 std::uint64_t stream) override;
     void reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,
                     bool accumulate) override;
     void transpose_2d(const Tensor& x, const Tensor& y, std::size_t batch, std::size_t rows,

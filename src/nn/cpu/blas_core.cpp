@@ -35,11 +35,12 @@ void warn_about_openblas_core() {
     std::call_once(once, [] {
         const std::string core = openblas_core_advice();
         if (core.empty()) return;
-        std::fprintf(stderr,
-                     "nn cpu: OpenBLAS chose its generic %s kernels on a CPU with %s (a virtual machine hiding "
-                     "the CPU model?): matmul runs several times faster with OPENBLAS_CORETYPE=%s set before "
-                     "the program starts\n",
-                     openblas_get_corename(), core == "SkylakeX" ? "AVX-512" : "AVX2", core.c_str());
+        std::fprintf(
+            stderr,
+            "nn cpu: OpenBLAS chose its generic %s kernels on a CPU with %s (a virtual machine hiding "
+            "the CPU model?): matmul runs several times faster with OPENBLAS_CORETYPE=%s set before "
+            "the program starts\n",
+            openblas_get_corename(), core == "SkylakeX" ? "AVX-512" : "AVX2", core.c_str());
     });
 }
 

@@ -113,8 +113,8 @@ constexpr std::size_t reduce_block = 4096;
 /// grad += the reduction of `contributions` ([rows][n], the call's elements) over the axes
 /// `kind` broadcasts: everything (scalar), the rows (row: grad [n]) or each row (column: grad
 /// [rows]). Blocks are summed in double, then the blocks' sums in block order.
-void add_reduced(const CpuBackend& backend, BroadcastKind kind, const float* contributions, std::size_t elements,
-                 std::size_t n, const Tensor& grad) {
+void add_reduced(const CpuBackend& backend, BroadcastKind kind, const float* contributions,
+                 std::size_t elements, std::size_t n, const Tensor& grad) {
     std::vector<double> sums;
     if (kind == BroadcastKind::scalar) {
         const std::size_t blocks = (elements + reduce_block - 1) / reduce_block;
@@ -144,13 +144,14 @@ void add_reduced(const CpuBackend& backend, BroadcastKind kind, const float* con
     } else {  // column
         const std::size_t rows = elements / n;
         sums.assign(rows, 0.0);
-        parallel_ranges(backend, rows, std::max<std::size_t>(1, reduce_block / n), [&](std::size_t r0, std::size_t r1) {
-            for (std::size_t r = r0; r < r1; ++r) {
-                double s = 0;
-                for (std::size_t j = 0; j < n; ++j) s += contributions[r * n + j];
-                sums[r] = s;
-            }
-        });
+        parallel_ranges(backend, rows, std::max<std::size_t>(1, reduce_block / n),
+                        [&](std::size_t r0, std::size_t r1) {
+                            for (std::size_t r = r0; r < r1; ++r) {
+                                double s = 0;
+                                for (std::size_t j = 0; j < n; ++j) s += contributions[r * n + j];
+                                sums[r] = s;
+                            }
+                        });
     }
     // grad += sums, in f32 and rounded once to grad's dtype.
     std::vector<float> values(sums.size());

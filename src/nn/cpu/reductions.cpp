@@ -73,7 +73,8 @@ void CpuBackend::add_assign(const Tensor& dst, const Tensor& src, double alpha) 
     d.store();
 }
 
-void CpuBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) {
+void CpuBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed,
+                         std::uint64_t stream) {
     count_kernel();
     const DropoutMask mask(p, seed, stream);
     const F32View xs(*this, x);

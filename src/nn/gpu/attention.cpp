@@ -83,8 +83,8 @@ bool tiled_kernels_fit(const GpuBackend& gpu, std::size_t shared_bytes) {
         return env != nullptr && std::string(env) == "simple";
     }();
     const std::uint32_t lanes = gpu.subgroup_size();
-    return !simple && gpu.device().info().subgroup_shuffle && lanes >= 8 && lanes <= 128 && 128 % lanes == 0 &&
-           shared_bytes <= gpu.max_shared_memory();
+    return !simple && gpu.device().info().subgroup_shuffle && lanes >= 8 && lanes <= 128 &&
+           128 % lanes == 0 && shared_bytes <= gpu.max_shared_memory();
 }
 
 /// attention_tiled.comp for this forward pass: head_dim <= 64 and a multiple of 4, 32 rows or more.
@@ -95,7 +95,8 @@ bool use_tiled_forward(const GpuBackend& gpu, std::size_t rows, std::size_t dim)
 
 /// attention_tiled_backward_{kv,q}.comp: head_dim a power of two <= 64 (their swizzle).
 bool use_tiled_backward(const GpuBackend& gpu, std::size_t dim) {
-    return dim >= 4 && dim <= 64 && (dim & (dim - 1)) == 0 && tiled_kernels_fit(gpu, 4 * 4 * tiled_keys * dim);
+    return dim >= 4 && dim <= 64 && (dim & (dim - 1)) == 0 &&
+           tiled_kernels_fit(gpu, 4 * 4 * tiled_keys * dim);
 }
 
 /// True when the tensor-core kernels (attention_coopmat*.comp) run these f16 tensors: a device
@@ -113,8 +114,9 @@ bool coopmat_kernels_fit(GpuBackend& gpu, const Tensor& q, std::size_t dim) {
 /// attention_coopmat.comp for this forward pass: coopmat_kernels_fit and 32 queries or more.
 bool use_coopmat_forward(GpuBackend& gpu, const Tensor& q, std::size_t q_len, std::size_t dim) {
     if (q_len < 32 || !coopmat_kernels_fit(gpu, q, dim)) return false;
-    const std::size_t shared = 16 * (tiled_rows + 2 * tiled_keys) * (dim / 8 + 1) + 4 * 4 * 16 * (tiled_keys + 4) +
-                               4 * 16 * 16 * (tiled_keys / 8 + 1) + 4 * 4 * 16;
+    const std::size_t shared = 16 * (tiled_rows + 2 * tiled_keys) * (dim / 8 + 1) +
+                               4 * 4 * 16 * (tiled_keys + 4) + 4 * 16 * 16 * (tiled_keys / 8 + 1) +
+                               4 * 4 * 16;
     return shared <= gpu.max_shared_memory();
 }
 
@@ -122,8 +124,8 @@ bool use_coopmat_forward(GpuBackend& gpu, const Tensor& q, std::size_t q_len, st
 bool use_coopmat_backward(GpuBackend& gpu, const Tensor& q, std::size_t dim) {
     if (!coopmat_kernels_fit(gpu, q, dim)) return false;
     const std::size_t row = 16 * (dim / 8 + 1);  // a padded f16 row
-    const std::size_t kv_shared = row * (64 + 2 * tiled_keys) + 4 * 2 * tiled_keys + 4 * 4 * 16 * (tiled_keys + 4) +
-                                  2 * 4 * 16 * 16 * (tiled_keys / 8 + 1);
+    const std::size_t kv_shared = row * (64 + 2 * tiled_keys) + 4 * 2 * tiled_keys +
+                                  4 * 4 * 16 * (tiled_keys + 4) + 2 * 4 * 16 * 16 * (tiled_keys / 8 + 1);
     return kv_shared <= gpu.max_shared_memory();
 }
 
@@ -147,8 +149,8 @@ void forward(GpuBackend& gpu, const Tensor& q, const Tensor& k, const Tensor& v,
     if (use_coopmat_forward(gpu, q, q_len, dim)) {
         // One workgroup per (64 queries, query head, batch).
         const Groups groups = checked_groups((q_len + tiled_rows - 1) / tiled_rows, heads_q, batch, kernel);
-        gpu.dispatch(gpu.pipeline("attention_coopmat_f16", {0u, to_u32(dim, kernel)}), {q, k, v, out, lse}, push,
-                     groups);
+        gpu.dispatch(gpu.pipeline("attention_coopmat_f16", {0u, to_u32(dim, kernel)}), {q, k, v, out, lse},
+                     push, groups);
         return;
     }
     const bool tiled = use_tiled_forward(gpu, q_len * group, dim);
@@ -195,11 +197,13 @@ void gpu_attention_backward(GpuBackend& gpu, const Tensor& q, const Tensor& k, c
             BackwardPush kv_push = push;
             kv_push.flags |= (dk.defined() ? attn_write_dk : 0u) | (dv.defined() ? attn_write_dv : 0u);
             gpu.dispatch(gpu.pipeline("attention_coopmat_backward_kv_f16", constants),
-                         {q, k, v, dout, lse, delta, dk, dv}, kv_push, checked_groups(blocks, heads_kv, batch, kernel));
+                         {q, k, v, dout, lse, delta, dk, dv}, kv_push,
+                         checked_groups(blocks, heads_kv, batch, kernel));
         }
         if (dq.defined()) {
-            gpu.dispatch(gpu.pipeline("attention_coopmat_backward_q_f16", constants), {q, k, v, dout, lse, delta, dq},
-                         push, checked_groups(blocks, heads_q, batch, kernel));
+            gpu.dispatch(gpu.pipeline("attention_coopmat_backward_q_f16", constants),
+                         {q, k, v, dout, lse, delta, dq}, push,
+                         checked_groups(blocks, heads_q, batch, kernel));
         }
         return;
     }
@@ -210,11 +214,13 @@ void gpu_attention_backward(GpuBackend& gpu, const Tensor& q, const Tensor& k, c
             BackwardPush kv_push = push;
             kv_push.flags |= (dk.defined() ? attn_write_dk : 0u) | (dv.defined() ? attn_write_dv : 0u);
             gpu.dispatch(gpu.pipeline(variant("attention_tiled_backward_kv", q), constants),
-                         {q, k, v, dout, lse, delta, dk, dv}, kv_push, checked_groups(blocks, heads_kv, batch, kernel));
+                         {q, k, v, dout, lse, delta, dk, dv}, kv_push,
+                         checked_groups(blocks, heads_kv, batch, kernel));
         }
         if (dq.defined()) {
             gpu.dispatch(gpu.pipeline(variant("attention_tiled_backward_q", q), constants),
-                         {q, k, v, dout, lse, delta, dq}, push, checked_groups(blocks, heads_q, batch, kernel));
+                         {q, k, v, dout, lse, delta, dq}, push,
+                         checked_groups(blocks, heads_q, batch, kernel));
         }
         return;
     }

@@ -58,8 +58,9 @@ GpuBackend::GpuBackend(const GpuOptions& options) {
     pipelines_ = std::make_unique<Pipelines>(*device_);
     stream_ = std::make_unique<Stream>(*device_, pipelines_->set_layout(), pipelines_->layout());
     const auto& features = device_->compute_features();
-    cooperative_matrix_ = options.cooperative_matrix && !env_disables_coopmat() && features.cooperative_matrix &&
-                          device_->info().subgroup_size == 32 && !features.cooperative_f16_f32_shapes.empty();
+    cooperative_matrix_ = options.cooperative_matrix && !env_disables_coopmat() &&
+                          features.cooperative_matrix && device_->info().subgroup_size == 32 &&
+                          !features.cooperative_f16_f32_shapes.empty();
 }
 
 GpuBackend::~GpuBackend() {
@@ -161,7 +162,8 @@ std::shared_ptr<Storage> GpuBackend::allocate(std::size_t bytes) {
     storage->buffer = take_buffer(bytes);
     storage->backend = shared_from_this();
     storage->bytes = bytes;
-    const std::uint64_t now = live_.fetch_add(storage->buffer->buffer.bytes()) + storage->buffer->buffer.bytes();
+    const std::uint64_t now =
+        live_.fetch_add(storage->buffer->buffer.bytes()) + storage->buffer->buffer.bytes();
     std::uint64_t seen = peak_.load();
     while (now > seen && !peak_.compare_exchange_weak(seen, now)) {
     }
@@ -257,7 +259,8 @@ Tensor GpuBackend::scratch(Shape shape, DType dtype) {
 
 // ---- the kernel API ----------------------------------------------------------------------------
 
-const GpuPipeline& GpuBackend::pipeline(std::string_view shader, std::span<const std::uint32_t> specialization) {
+const GpuPipeline& GpuBackend::pipeline(std::string_view shader,
+                                        std::span<const std::uint32_t> specialization) {
     return pipelines_->embedded(shader, specialization);
 }
 
@@ -266,8 +269,12 @@ const GpuPipeline& GpuBackend::glsl_pipeline(const std::string& key, std::string
     return pipelines_->glsl(key, glsl_source, specialization);
 }
 
-bool GpuBackend::has_glsl_pipeline(const std::string& key) const { return pipelines_->find_glsl(key) != nullptr; }
-const GpuPipeline* GpuBackend::find_glsl_pipeline(const std::string& key) const { return pipelines_->find_glsl(key); }
+bool GpuBackend::has_glsl_pipeline(const std::string& key) const {
+    return pipelines_->find_glsl(key) != nullptr;
+}
+const GpuPipeline* GpuBackend::find_glsl_pipeline(const std::string& key) const {
+    return pipelines_->find_glsl(key);
+}
 
 void GpuBackend::check_bindable(const Tensor& tensor, const char* kernel) const {
     if (tensor.defined() && tensor.bytes() > max_binding_bytes())
@@ -275,11 +282,12 @@ void GpuBackend::check_bindable(const Tensor& tensor, const char* kernel) const 
                           device_->info().name + " (" + std::to_string(max_binding_bytes()) + " bytes)");
 }
 
-void GpuBackend::dispatch(const GpuPipeline& pipeline, std::span<const Tensor> tensors, std::span<const std::byte> push,
-                          Groups groups) {
+void GpuBackend::dispatch(const GpuPipeline& pipeline, std::span<const Tensor> tensors,
+                          std::span<const std::byte> push, Groups groups) {
     if (tensors.size() > max_tensor_bindings)
         throw Error("nn gpu: " + pipeline.name + ": more than 15 tensor bindings");
-    if (push.size() > push_constant_bytes) throw Error("nn gpu: " + pipeline.name + ": more than 128 bytes of push constants");
+    if (push.size() > push_constant_bytes)
+        throw Error("nn gpu: " + pipeline.name + ": more than 128 bytes of push constants");
     std::array<std::shared_ptr<GpuBuffer>, max_tensor_bindings> buffers;
     for (std::size_t i = 0; i < tensors.size(); ++i) {
         if (!tensors[i].defined()) continue;
@@ -289,8 +297,8 @@ void GpuBackend::dispatch(const GpuPipeline& pipeline, std::span<const Tensor> t
     stream_->dispatch(pipeline, std::span(buffers.data(), tensors.size()), push, groups);
 }
 
-void GpuBackend::copy_bytes(const Tensor& src, std::size_t src_offset, const Tensor& dst, std::size_t dst_offset,
-                            std::size_t bytes) {
+void GpuBackend::copy_bytes(const Tensor& src, std::size_t src_offset, const Tensor& dst,
+                            std::size_t dst_offset, std::size_t bytes) {
     stream_->copy(buffer_of(src.storage()), src_offset, buffer_of(dst.storage()), dst_offset, bytes);
 }
 
@@ -305,42 +313,120 @@ std::uint32_t GpuBackend::groups_for(std::size_t count, std::size_t per_group, s
 
 #ifdef TAPEVM_NN_GPU_ROWS
 void GpuBackend::softmax(const Tensor& x, const Tensor& y) { gpu_softmax(*this, x, y); }
-void GpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) { gpu_softmax_backward(*this, y, dy, dx); }
-void GpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean, const Tensor& rstd, double eps) { gpu_layer_norm(*this, x, gamma, beta, y, mean, rstd, eps); }
-void GpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) { gpu_layer_norm_backward(*this, dy, x, gamma, mean, rstd, dx, dgamma, dbeta); }
-void GpuBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd, double eps) { gpu_rms_norm(*this, x, gamma, y, rstd, eps); }
-void GpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd, const Tensor& dx, const Tensor& dgamma) { gpu_rms_norm_backward(*this, dy, x, gamma, rstd, dx, dgamma); }
-void GpuBackend::embedding(const Tensor& ids, const Tensor& table, const Tensor& out) { gpu_embedding(*this, ids, table, out); }
-void GpuBackend::embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) { gpu_embedding_backward(*this, ids, dout, dtable); }
-void GpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses, const Tensor& dlogits, std::int32_t pad_id, double dloss) { gpu_cross_entropy(*this, logits, targets, losses, dlogits, pad_id, dloss); }
+void GpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+    gpu_softmax_backward(*this, y, dy, dx);
+}
+void GpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                            const Tensor& mean, const Tensor& rstd, double eps) {
+    gpu_layer_norm(*this, x, gamma, beta, y, mean, rstd, eps);
+}
+void GpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta) {
+    gpu_layer_norm_backward(*this, dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+}
+void GpuBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd,
+                          double eps) {
+    gpu_rms_norm(*this, x, gamma, y, rstd, eps);
+}
+void GpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
+                                   const Tensor& dx, const Tensor& dgamma) {
+    gpu_rms_norm_backward(*this, dy, x, gamma, rstd, dx, dgamma);
+}
+void GpuBackend::embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
+    gpu_embedding(*this, ids, table, out);
+}
+void GpuBackend::embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) {
+    gpu_embedding_backward(*this, ids, dout, dtable);
+}
+void GpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses,
+                               const Tensor& dlogits, std::int32_t pad_id, double dloss) {
+    gpu_cross_entropy(*this, logits, targets, losses, dlogits, pad_id, dloss);
+}
 #else
 void GpuBackend::softmax(const Tensor& x, const Tensor& y) { Backend::softmax(x, y); }
-void GpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) { Backend::softmax_backward(y, dy, dx); }
-void GpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean, const Tensor& rstd, double eps) { Backend::layer_norm(x, gamma, beta, y, mean, rstd, eps); }
-void GpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean, const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) { Backend::layer_norm_backward(dy, x, gamma, mean, rstd, dx, dgamma, dbeta); }
-void GpuBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd, double eps) { Backend::rms_norm(x, gamma, y, rstd, eps); }
-void GpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd, const Tensor& dx, const Tensor& dgamma) { Backend::rms_norm_backward(dy, x, gamma, rstd, dx, dgamma); }
-void GpuBackend::embedding(const Tensor& ids, const Tensor& table, const Tensor& out) { Backend::embedding(ids, table, out); }
-void GpuBackend::embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) { Backend::embedding_backward(ids, dout, dtable); }
-void GpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses, const Tensor& dlogits, std::int32_t pad_id, double dloss) { Backend::cross_entropy(logits, targets, losses, dlogits, pad_id, dloss); }
+void GpuBackend::softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) {
+    Backend::softmax_backward(y, dy, dx);
+}
+void GpuBackend::layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                            const Tensor& mean, const Tensor& rstd, double eps) {
+    Backend::layer_norm(x, gamma, beta, y, mean, rstd, eps);
+}
+void GpuBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                     const Tensor& mean, const Tensor& rstd, const Tensor& dx,
+                                     const Tensor& dgamma, const Tensor& dbeta) {
+    Backend::layer_norm_backward(dy, x, gamma, mean, rstd, dx, dgamma, dbeta);
+}
+void GpuBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd,
+                          double eps) {
+    Backend::rms_norm(x, gamma, y, rstd, eps);
+}
+void GpuBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
+                                   const Tensor& dx, const Tensor& dgamma) {
+    Backend::rms_norm_backward(dy, x, gamma, rstd, dx, dgamma);
+}
+void GpuBackend::embedding(const Tensor& ids, const Tensor& table, const Tensor& out) {
+    Backend::embedding(ids, table, out);
+}
+void GpuBackend::embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) {
+    Backend::embedding_backward(ids, dout, dtable);
+}
+void GpuBackend::cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses,
+                               const Tensor& dlogits, std::int32_t pad_id, double dloss) {
+    Backend::cross_entropy(logits, targets, losses, dlogits, pad_id, dloss);
+}
 #endif
 
 #ifdef TAPEVM_NN_GPU_ATTENTION
-void GpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, double scale, bool causal) { gpu_attention(*this, q, k, v, out, lse, scale, causal); }
-void GpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv, double scale, bool causal) { gpu_attention_backward(*this, q, k, v, out, lse, dout, dq, dk, dv, scale, causal); }
-void GpuBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out, std::size_t past, double scale, bool causal) { gpu_kv_attention(*this, q, k_cache, v_cache, out, past, scale, causal); }
+void GpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                           const Tensor& lse, double scale, bool causal) {
+    gpu_attention(*this, q, k, v, out, lse, scale, causal);
+}
+void GpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                    const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
+                                    const Tensor& dv, double scale, bool causal) {
+    gpu_attention_backward(*this, q, k, v, out, lse, dout, dq, dk, dv, scale, causal);
+}
+void GpuBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                              const Tensor& out, std::size_t past, double scale, bool causal) {
+    gpu_kv_attention(*this, q, k_cache, v_cache, out, past, scale, causal);
+}
 #else
-void GpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, double scale, bool causal) { Backend::attention(q, k, v, out, lse, scale, causal); }
-void GpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv, double scale, bool causal) { Backend::attention_backward(q, k, v, out, lse, dout, dq, dk, dv, scale, causal); }
-void GpuBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out, std::size_t past, double scale, bool causal) { Backend::kv_attention(q, k_cache, v_cache, out, past, scale, causal); }
+void GpuBackend::attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                           const Tensor& lse, double scale, bool causal) {
+    Backend::attention(q, k, v, out, lse, scale, causal);
+}
+void GpuBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                                    const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
+                                    const Tensor& dv, double scale, bool causal) {
+    Backend::attention_backward(q, k, v, out, lse, dout, dq, dk, dv, scale, causal);
+}
+void GpuBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                              const Tensor& out, std::size_t past, double scale, bool causal) {
+    Backend::kv_attention(q, k_cache, v_cache, out, past, scale, causal);
+}
 #endif
 
 #ifdef TAPEVM_NN_GPU_ELEMENTWISE
-void GpuBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::span<const double> params) { gpu_elementwise(*this, tape, inputs, outputs, params); }
-void GpuBackend::elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> output_grads, std::span<const Tensor> input_grads, std::span<const double> params) { gpu_elementwise_backward(*this, tape, inputs, output_grads, input_grads, params); }
+void GpuBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs,
+                             std::span<const Tensor> outputs, std::span<const double> params) {
+    gpu_elementwise(*this, tape, inputs, outputs, params);
+}
+void GpuBackend::elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
+                                      std::span<const Tensor> output_grads,
+                                      std::span<const Tensor> input_grads, std::span<const double> params) {
+    gpu_elementwise_backward(*this, tape, inputs, output_grads, input_grads, params);
+}
 #else
-void GpuBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs, std::span<const double> params) { Backend::elementwise(tape, inputs, outputs, params); }
-void GpuBackend::elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> output_grads, std::span<const Tensor> input_grads, std::span<const double> params) { Backend::elementwise_backward(tape, inputs, output_grads, input_grads, params); }
+void GpuBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs,
+                             std::span<const Tensor> outputs, std::span<const double> params) {
+    Backend::elementwise(tape, inputs, outputs, params);
+}
+void GpuBackend::elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
+                                      std::span<const Tensor> output_grads,
+                                      std::span<const Tensor> input_grads, std::span<const double> params) {
+    Backend::elementwise_backward(tape, inputs, output_grads, input_grads, params);
+}
 #endif
 
 // ---- construction ------------------------------------------------------------------------------

@@ -100,7 +100,8 @@ public:
     bool matmul_adds_bias() const override { return true; }
     void bias_add(const Tensor& x, const Tensor& bias) override;
     void add_assign(const Tensor& dst, const Tensor& src, double alpha) override;
-    void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) override;
+    void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed,
+                 std::uint64_t stream) override;
     void reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,
                     bool accumulate) override;
     void transpose_2d(const Tensor& x, const Tensor& y, std::size_t batch, std::size_t rows,
@@ -111,28 +112,31 @@ public:
     // Backend's defaults (Unsupported).
     void softmax(const Tensor& x, const Tensor& y) override;
     void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) override;
-    void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
-                    const Tensor& rstd, double eps) override;
+    void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                    const Tensor& mean, const Tensor& rstd, double eps) override;
     void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
-                             const Tensor& rstd, const Tensor& dx, const Tensor& dgamma, const Tensor& dbeta) override;
-    void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd, double eps) override;
+                             const Tensor& rstd, const Tensor& dx, const Tensor& dgamma,
+                             const Tensor& dbeta) override;
+    void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd,
+                  double eps) override;
     void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
                            const Tensor& dx, const Tensor& dgamma) override;
     void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) override;
     void embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) override;
-    void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses, const Tensor& dlogits,
-                       std::int32_t pad_id, double dloss) override;
+    void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses,
+                       const Tensor& dlogits, std::int32_t pad_id, double dloss) override;
     void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                    double scale, bool causal) override;
-    void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                            const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv, double scale,
-                            bool causal) override;
+    void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                            const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
+                            const Tensor& dv, double scale, bool causal) override;
     void kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
                       std::size_t past, double scale, bool causal) override;
     void elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                      std::span<const double> params) override;
-    void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> output_grads,
-                              std::span<const Tensor> input_grads, std::span<const double> params) override;
+    void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
+                              std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
+                              std::span<const double> params) override;
 
     // ---- the internal API for kernels (README.md) ------------------------------------------
 
@@ -141,8 +145,10 @@ public:
     /// `specialization`; created on first use, then cached by (shader, specialization).
     /// Throws tapevm::Error for an unknown name.
     const GpuPipeline& pipeline(std::string_view shader, std::span<const std::uint32_t> specialization = {});
-    const GpuPipeline& pipeline(std::string_view shader, std::initializer_list<std::uint32_t> specialization) {
-        return pipeline(shader, std::span<const std::uint32_t>(specialization.begin(), specialization.size()));
+    const GpuPipeline& pipeline(std::string_view shader,
+                                std::initializer_list<std::uint32_t> specialization) {
+        return pipeline(shader,
+                        std::span<const std::uint32_t>(specialization.begin(), specialization.size()));
     }
     /// The pipeline of GLSL compiled at run time (glslang, vm_gpu/glsl_compiler.hpp) and cached
     /// under `key` (which must determine the source): for generated kernels (elementwise).
@@ -160,8 +166,8 @@ public:
     /// orders it after everything recorded before (so dispatches may read what earlier ones
     /// wrote). Each tensor's memory stays alive until the batch that runs it completes.
     /// Group counts of 0 record nothing.
-    void dispatch(const GpuPipeline& pipeline, std::span<const Tensor> tensors, std::span<const std::byte> push,
-                  Groups groups);
+    void dispatch(const GpuPipeline& pipeline, std::span<const Tensor> tensors,
+                  std::span<const std::byte> push, Groups groups);
     template <class Push>
     void dispatch(const GpuPipeline& pipeline, std::initializer_list<Tensor> tensors, const Push& push,
                   Groups groups) {
@@ -178,7 +184,8 @@ public:
 
     /// Workgroups for `count` items at `per_group` items per workgroup in x, capped at
     /// `max_groups` (kernels loop over the rest: grid-stride loops).
-    static std::uint32_t groups_for(std::size_t count, std::size_t per_group, std::uint32_t max_groups = 65535);
+    static std::uint32_t groups_for(std::size_t count, std::size_t per_group,
+                                    std::uint32_t max_groups = 65535);
 
     /// The device's limits and features, for kernels that choose variants.
     std::uint32_t subgroup_size() const;

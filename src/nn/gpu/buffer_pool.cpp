@@ -7,14 +7,16 @@
 
 namespace tapevm::nn::detail {
 
-BufferPool::BufferPool(const gpu::detail::Device& device, gpu::detail::MemoryKind kind) : device_(device), kind_(kind) {
+BufferPool::BufferPool(const gpu::detail::Device& device, gpu::detail::MemoryKind kind)
+    : device_(device), kind_(kind) {
     const char* env = std::getenv("TAPEVM_NN_POOL");
     caching_ = env == nullptr || std::string_view(env) != "0";
 }
 
 std::uint64_t BufferPool::class_bytes(std::uint64_t bytes) {
     constexpr std::uint64_t small_step = 256, small_limit = 64 * 1024;
-    if (bytes <= small_limit) return std::max<std::uint64_t>((bytes + small_step - 1) / small_step, 1) * small_step;
+    if (bytes <= small_limit)
+        return std::max<std::uint64_t>((bytes + small_step - 1) / small_step, 1) * small_step;
     const std::uint64_t step = std::bit_floor(bytes) / 8;
     return (bytes + step - 1) / step * step;
 }
@@ -34,11 +36,12 @@ std::shared_ptr<GpuBuffer> BufferPool::take(std::uint64_t bytes) {
     }
     const auto started = std::chrono::steady_clock::now();
     gpu::detail::DeviceBuffer memory(device_, size, kind_);  // throws OutOfDeviceMemory
-    *reserved_ += size;  // before the deleter that takes it off can run
-    std::shared_ptr<GpuBuffer> buffer(new GpuBuffer{std::move(memory)}, [reserved = reserved_, size](GpuBuffer* b) {
-        delete b;
-        *reserved -= size;
-    });
+    *reserved_ += size;                                      // before the deleter that takes it off can run
+    std::shared_ptr<GpuBuffer> buffer(new GpuBuffer{std::move(memory)},
+                                      [reserved = reserved_, size](GpuBuffer* b) {
+                                          delete b;
+                                          *reserved -= size;
+                                      });
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
     const std::lock_guard lock(mutex_);
     ++stats_.created;

@@ -36,9 +36,9 @@ struct GpuBuffer {
 class BufferPool {
 public:
     struct Stats {
-        std::uint64_t created = 0;      // buffers allocated from the driver
-        std::uint64_t reused = 0;       // buffers handed out again from the cache
-        double create_seconds = 0;      // host time spent allocating from the driver
+        std::uint64_t created = 0;  // buffers allocated from the driver
+        std::uint64_t reused = 0;   // buffers handed out again from the cache
+        double create_seconds = 0;  // host time spent allocating from the driver
     };
 
     /// TAPEVM_NN_POOL=0 in the environment turns caching off (every take() allocates, every

@@ -115,26 +115,30 @@ std::string prelude(const std::vector<Binding>& bindings) {
     s += "#define REAL float\n#define REAL_IS_DOUBLE 0\n#include \"ops.glsl\"\n";
     s += "#define NN_DTYPE 0\n#include \"nn_dtype.glsl\"\n";
     s += "layout(local_size_x = " + std::to_string(workgroup) + ") in;\n";
-    s += "layout(push_constant) uniform Push { uint elements; uint extent; uint unused0; uint unused1; float params[" +
+    s += "layout(push_constant) uniform Push { uint elements; uint extent; uint unused0; uint unused1; float "
+         "params[" +
          std::to_string(max_params) + "]; } pc;\n";
     for (std::size_t k = 0; k < bindings.size(); ++k) {
         const char* type = bindings[k].is_16bit() ? "uint16_t" : "float";
-        s += "layout(std430, set = 0, binding = " + std::to_string(k) + ") buffer B" + std::to_string(k) + " { " +
-             type + " " + buffer(k) + "[]; };\n";
+        s += "layout(std430, set = 0, binding = " + std::to_string(k) + ") buffer B" + std::to_string(k) +
+             " { " + type + " " + buffer(k) + "[]; };\n";
     }
     return s;
 }
 
 std::string main_around(const std::string& body) {
     return "void main() {\n"
-           "  uint stride = gl_NumWorkGroups.x * " + std::to_string(workgroup) + "u;\n"
+           "  uint stride = gl_NumWorkGroups.x * " +
+           std::to_string(workgroup) +
+           "u;\n"
            "  for (uint e = gl_GlobalInvocationID.x; e < pc.elements; e += stride) {\n" +
            body + "  }\n}\n";
 }
 
 std::vector<std::string> param_operands(const Tape& tape) {
     std::vector<std::string> params;
-    for (std::uint32_t j = 0; j < tape.param_count(); ++j) params.push_back("pc.params[" + std::to_string(j) + "]");
+    for (std::uint32_t j = 0; j < tape.param_count(); ++j)
+        params.push_back("pc.params[" + std::to_string(j) + "]");
     return params;
 }
 
@@ -161,7 +165,8 @@ void check_limits(KernelId kernel, const Tape& tape, std::size_t elements, std::
 
 void dispatch(GpuBackend& backend, const GpuPipeline& pipeline, const std::vector<Tensor>& tensors,
               const Push& push, std::size_t elements) {
-    backend.dispatch(pipeline, std::span<const Tensor>(tensors), std::as_bytes(std::span<const Push>(&push, 1)),
+    backend.dispatch(pipeline, std::span<const Tensor>(tensors),
+                     std::as_bytes(std::span<const Push>(&push, 1)),
                      {GpuBackend::groups_for(elements, workgroup, 65535), 1, 1});
 }
 
@@ -262,8 +267,8 @@ void gpu_elementwise_backward(GpuBackend& backend, const Tape& tape, std::span<c
             const std::string& adjoint = body.results[i];
             if (!bindings[b].written) {  // dx[e] += adjoint
                 if (adjoint == "REAL(0)") continue;
-                code += "    " + buffer(b) + "[e] = " + store(bindings[b], load(bindings[b], b, "e") + " + " + adjoint) +
-                        ";\n";
+                code += "    " + buffer(b) +
+                        "[e] = " + store(bindings[b], load(bindings[b], b, "e") + " + " + adjoint) + ";\n";
             } else {  // the broadcast input's f32 buffer: written
                 code += "    " + buffer(b) + "[e] = " + adjoint + ";\n";
             }

@@ -77,9 +77,10 @@ std::size_t split_slices(const Geometry& g, std::size_t blocks) {
 
 /// Records `shader_prefix` + C's dtype with `push` (and split-K where split_slices() says: the
 /// slices' f32 partials into scratch through `shader_prefix` + "f32", then matmul_split_sum).
-void record_matmul(GpuBackend& gpu, const std::string& shader_prefix, std::span<const std::uint32_t> constants,
-                   MatmulPush push, const Geometry& g, std::uint32_t bm, std::uint32_t bn, std::uint32_t bk,
-                   const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& bias) {
+void record_matmul(GpuBackend& gpu, const std::string& shader_prefix,
+                   std::span<const std::uint32_t> constants, MatmulPush push, const Geometry& g,
+                   std::uint32_t bm, std::uint32_t bn, std::uint32_t bk, const Tensor& a, const Tensor& b,
+                   const Tensor& c, const Tensor& bias) {
     push.bias = bias.defined() ? 1u : 0u;
     const std::size_t blocks = ((g.m + bm - 1) / bm) * ((g.n + bn - 1) / bn);
     std::size_t slices = g.k == 0 ? 1 : std::min(split_slices(g, blocks), g.k);
@@ -91,8 +92,9 @@ void record_matmul(GpuBackend& gpu, const std::string& shader_prefix, std::span<
     const std::size_t partial_elements = slices * g.m * g.n;
     if (slices <= 1 || partial_elements >= (std::size_t{1} << 32) ||
         partial_elements * sizeof(float) > gpu.max_binding_bytes()) {
-        gpu.dispatch(gpu.pipeline(shader_prefix + shader_suffix(c.dtype()), constants), {a, b, c, bias}, push,
-                     {u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm), u32(std::min<std::size_t>(g.batch, 65535))});
+        gpu.dispatch(
+            gpu.pipeline(shader_prefix + shader_suffix(c.dtype()), constants), {a, b, c, bias}, push,
+            {u32((g.n + bn - 1) / bn), u32((g.m + bm - 1) / bm), u32(std::min<std::size_t>(g.batch, 65535))});
         return;
     }
     const Tensor partials = gpu.scratch({slices, g.m, g.n}, DType::f32);
@@ -111,8 +113,8 @@ void record_matmul(GpuBackend& gpu, const std::string& shader_prefix, std::span<
         float alpha, beta;
         std::uint32_t n, bias;
     } sum_push{u32(g.m * g.n), u32(slices), push.alpha, push.beta, u32(g.n), push.bias};
-    gpu.dispatch(gpu.pipeline(std::string("matmul_split_sum_") + shader_suffix(c.dtype())), {partials, c, bias}, sum_push,
-                 {GpuBackend::groups_for(g.m * g.n, 256, 4096), 1, 1});
+    gpu.dispatch(gpu.pipeline(std::string("matmul_split_sum_") + shader_suffix(c.dtype())),
+                 {partials, c, bias}, sum_push, {GpuBackend::groups_for(g.m * g.n, 256, 4096), 1, 1});
 }
 
 }  // namespace
@@ -130,7 +132,8 @@ void GpuBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& c, const
     matmul_tiled(a, b, c, options);
 }
 
-void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
+void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
+                              const MatmulOptions& options) {
     const Geometry g = geometry(a, b, c, options);
     std::uint32_t bm = 128, bn = 128, bk = 16;
     if (g.m * g.n <= 256 * 256 || g.m < 128 || g.n < 128) {
@@ -150,27 +153,37 @@ void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
     if (const auto tile = env_tile("TAPEVM_NN_MATMUL_TILE"); tile[3] != 0) stages = tile[3];
     const std::uint32_t threads = bm * bn / 64;
     const bool valid = bm % 8 == 0 && bn % 8 == 0 && bk % 4 == 0 && threads >= 32 && threads <= 1024 &&
-                       (bm * bk) % (4 * threads) == 0 && (bn * bk) % (4 * threads) == 0 && (stages == 1 || stages == 2) &&
-                       4 * stages * bk * (bm + bn) <= max_shared_memory();
+                       (bm * bk) % (4 * threads) == 0 && (bn * bk) % (4 * threads) == 0 &&
+                       (stages == 1 || stages == 2) && 4 * stages * bk * (bm + bn) <= max_shared_memory();
     if (!valid)
-        throw Error("matmul: tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "x" +
-                    std::to_string(stages) + " (TAPEVM_NN_MATMUL_TILE) is not one matmul.comp takes on this device");
+        throw Error("matmul: tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                    std::to_string(bk) + "x" + std::to_string(stages) +
+                    " (TAPEVM_NN_MATMUL_TILE) is not one matmul.comp takes on this device");
     const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
     const bool f32 = a.dtype() == DType::f32;
-    MatmulPush push{u32(g.m),        u32(g.n),        u32(g.k),        u32(g.batch), u32(g.stride_a),
-                    u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
+    MatmulPush push{u32(g.m),
+                    u32(g.n),
+                    u32(g.k),
+                    u32(g.batch),
+                    u32(g.stride_a),
+                    u32(g.stride_b),
+                    u32(g.stride_c),
+                    static_cast<float>(options.alpha),
                     static_cast<float>(options.beta),
                     f32 && lda % 4 == 0 && g.stride_a % 4 == 0 ? 1u : 0u,
-                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u, 0, 0};
+                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u,
+                    0,
+                    0};
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535)
         throw Unsupported("matmul: " + c.describe() + " is too large");
     const std::string prefix = std::string("matmul_") + shader_suffix(a.dtype()) + "_";
-    const std::array<std::uint32_t, 7> constants{bm, bn, bk, options.transpose_a ? 1u : 0u,
-                                                 options.transpose_b ? 1u : 0u, threads, stages};
+    const std::array<std::uint32_t, 7> constants{
+        bm, bn, bk, options.transpose_a ? 1u : 0u, options.transpose_b ? 1u : 0u, threads, stages};
     record_matmul(*this, prefix, constants, push, g, bm, bn, bk, a, b, c, options.bias);
 }
 
-bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
+bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tensor& c,
+                                    const MatmulOptions& options) {
     std::uint32_t mm = 16, nn = 16, kk = 16;
     if (!cooperative_shape(16, 16, 16)) {
         if (!cooperative_shape(16, 8, 16)) return false;
@@ -191,7 +204,8 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
     }
     // Shared-memory stages of A and B: TAPEVM_NN_COOPMAT_STAGES (1 or 2; default 1).
     std::uint32_t stages = 1;
-    if (const char* env = std::getenv("TAPEVM_NN_COOPMAT_STAGES"); env != nullptr) stages = std::strtoul(env, nullptr, 10);
+    if (const char* env = std::getenv("TAPEVM_NN_COOPMAT_STAGES"); env != nullptr)
+        stages = std::strtoul(env, nullptr, 10);
     const std::uint32_t threads = 32 * warps_m * warps_n;  // subgroups of 32
     // Shared memory (matmul_coopmat.comp): A and B tiles with rows padded by 8 halves, and one
     // MM x NN f32 tile per subgroup for the epilogue.
@@ -200,31 +214,41 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
     const std::size_t shared =
         2u * stages * (rows_a * (row_a + 8) + rows_b * (row_b + 8)) + 4u * (threads / 32) * mm * nn;
     const bool valid = warps_m > 0 && warps_n > 0 && threads <= 1024 && bm % (warps_m * mm) == 0 &&
-                       bn % (warps_n * nn) == 0 &&
-                       bm / (warps_m * mm) <= 4 && bn / (warps_n * nn) <= 8 &&  // the shader's named accumulators
+                       bn % (warps_n * nn) == 0 && bm / (warps_m * mm) <= 4 &&
+                       bn / (warps_n * nn) <= 8 &&  // the shader's named accumulators
                        bk % kk == 0 && bk % 8 == 0 && bm % 8 == 0 && bn % 8 == 0 &&
-                       (bm * bk / 8) % threads == 0 && (bk * bn / 8) % threads == 0 && (stages == 1 || stages == 2) &&
-                       shared <= max_shared_memory();
+                       (bm * bk / 8) % threads == 0 && (bk * bn / 8) % threads == 0 &&
+                       (stages == 1 || stages == 2) && shared <= max_shared_memory();
     if (!valid)
         throw Error("matmul: cooperative tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                     std::to_string(bk) + "x" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
                     " (TAPEVM_NN_COOPMAT_TILE) is not valid");
     const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
-    MatmulPush push{u32(g.m),        u32(g.n),        u32(g.k),        u32(g.batch), u32(g.stride_a),
-                    u32(g.stride_b), u32(g.stride_c), static_cast<float>(options.alpha),
+    MatmulPush push{u32(g.m),
+                    u32(g.n),
+                    u32(g.k),
+                    u32(g.batch),
+                    u32(g.stride_a),
+                    u32(g.stride_b),
+                    u32(g.stride_c),
+                    static_cast<float>(options.alpha),
                     static_cast<float>(options.beta),
                     lda % 8 == 0 && g.stride_a % 8 == 0 ? 1u : 0u,
-                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u, 0, 0};
+                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u,
+                    0,
+                    0};
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535) return false;
-    const std::array<std::uint32_t, 11> constants{bm, bn, bk, options.transpose_a ? 1u : 0u, options.transpose_b ? 1u : 0u,
-                                                  warps_m, mm, nn, kk, threads, stages};
+    const std::array<std::uint32_t, 11> constants{
+        bm, bn,      bk,    options.transpose_a ? 1u : 0u, options.transpose_b ? 1u : 0u, warps_m, mm, nn,
+        kk, threads, stages};
     // A driver that refuses the tensor-core pipelines leaves f16 to the tiled kernel (said once on
     // stderr; has_cooperative_matrix() turns false, which test_nn_gpu_matmul reports).
     try {
         pipeline(std::string("matmul_coopmat_f16_") + shader_suffix(c.dtype()), constants);
         pipeline("matmul_coopmat_f16_f32", constants);
     } catch (const DeviceUnavailable& error) {
-        std::fprintf(stderr, "nn gpu: the tensor-core matmul is unavailable (%s); f16 matmul runs the f32 kernel\n",
+        std::fprintf(stderr,
+                     "nn gpu: the tensor-core matmul is unavailable (%s); f16 matmul runs the f32 kernel\n",
                      error.what());
         cooperative_matrix_ = false;
         return false;

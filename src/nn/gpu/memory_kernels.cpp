@@ -59,9 +59,7 @@ void GpuBackend::copy(const Tensor& src, const Tensor& dst) {
     if (src.dtype() == dst.dtype()) {
         // Whole 16-byte words (tensor buffers are multiples of 256 bytes, buffer_pool.hpp).
         const std::size_t words = (src.bytes() + 15) / 16;
-        const struct {
-            std::uint32_t n;
-        } push{static_cast<std::uint32_t>(words)};
+        const struct { std::uint32_t n; } push{static_cast<std::uint32_t>(words)};
         if (words < (std::size_t{1} << 32)) {
             dispatch(pipeline("copy_words"), {src, dst}, push, {groups_for(words, 256, 4096), 1, 1});
         } else {
@@ -73,10 +71,9 @@ void GpuBackend::copy(const Tensor& src, const Tensor& dst) {
     if ((src_int && dst.dtype() != DType::f32) || (dst_int && src.dtype() != DType::f32))
         unsupported(KernelId::copy, src_int ? dst.dtype() : src.dtype());
     check_elements(src, KernelId::copy);
-    const std::string shader = std::string("copy_") + shader_suffix(src.dtype()) + "_" + shader_suffix(dst.dtype());
-    const struct {
-        std::uint32_t n;
-    } push{static_cast<std::uint32_t>(src.size())};
+    const std::string shader =
+        std::string("copy_") + shader_suffix(src.dtype()) + "_" + shader_suffix(dst.dtype());
+    const struct { std::uint32_t n; } push{static_cast<std::uint32_t>(src.size())};
     dispatch(pipeline(shader), {src, dst}, push, {groups_for(src.size(), 256, 4096), 1, 1});
 }
 
@@ -87,8 +84,10 @@ void GpuBackend::transpose_2d(const Tensor& x, const Tensor& y, std::size_t batc
     check_elements(x, KernelId::transpose_2d);
     const struct {
         std::uint32_t batch, rows, cols;
-    } push{static_cast<std::uint32_t>(batch), static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(cols)};
-    const Groups groups{static_cast<std::uint32_t>((cols + 31) / 32), static_cast<std::uint32_t>((rows + 31) / 32),
+    } push{static_cast<std::uint32_t>(batch), static_cast<std::uint32_t>(rows),
+           static_cast<std::uint32_t>(cols)};
+    const Groups groups{static_cast<std::uint32_t>((cols + 31) / 32),
+                        static_cast<std::uint32_t>((rows + 31) / 32),
                         static_cast<std::uint32_t>(std::min<std::size_t>(batch, 65535))};
     if (groups[0] > 65535 || groups[1] > 65535)
         throw Unsupported("transpose_2d: " + x.describe() + ": more than 2 million rows or columns");

@@ -38,7 +38,8 @@ std::string with_nn_includes(std::string_view source) {
     constexpr std::string_view directive = "#include \"";
     std::string text;
     std::size_t done = 0;
-    for (std::size_t at = source.find(directive); at != std::string_view::npos; at = source.find(directive, done)) {
+    for (std::size_t at = source.find(directive); at != std::string_view::npos;
+         at = source.find(directive, done)) {
         const std::size_t name_begin = at + directive.size();
         const std::size_t name_end = source.find('"', name_begin);
         if (name_end == std::string_view::npos) break;
@@ -71,10 +72,12 @@ Pipelines::Pipelines(gpu::detail::Device& device) : device_(device) {
         for (std::uint32_t b = 0; b < bindings.size(); ++b)
             bindings[b] = vk::DescriptorSetLayoutBinding(b, vk::DescriptorType::eStorageBuffer, 1,
                                                          vk::ShaderStageFlagBits::eCompute);
-        set_layout_ = vk::raii::DescriptorSetLayout(device.device(), vk::DescriptorSetLayoutCreateInfo({}, bindings));
+        set_layout_ =
+            vk::raii::DescriptorSetLayout(device.device(), vk::DescriptorSetLayoutCreateInfo({}, bindings));
         const vk::PushConstantRange push(vk::ShaderStageFlagBits::eCompute, 0, push_constant_bytes);
         const vk::DescriptorSetLayout set_layout = *set_layout_;
-        layout_ = vk::raii::PipelineLayout(device.device(), vk::PipelineLayoutCreateInfo({}, set_layout, push));
+        layout_ =
+            vk::raii::PipelineLayout(device.device(), vk::PipelineLayoutCreateInfo({}, set_layout, push));
     } catch (...) {
         gpu::detail::rethrow_setup_error("nn gpu: cannot create the kernels' pipeline layout");
     }
@@ -93,7 +96,8 @@ Pipelines::Pipelines(gpu::detail::Device& device) : device_(device) {
 namespace {
 
 // Prints the driver's statistics of `pipeline` (registers, ...) to stderr.
-void print_statistics(const vk::raii::Device& device, const vk::raii::Pipeline& pipeline, const std::string& name) {
+void print_statistics(const vk::raii::Device& device, const vk::raii::Pipeline& pipeline,
+                      const std::string& name) {
     try {
         const auto executables = device.getPipelineExecutablePropertiesKHR(vk::PipelineInfoKHR(*pipeline));
         for (std::uint32_t e = 0; e < executables.size(); ++e) {
@@ -102,10 +106,18 @@ void print_statistics(const vk::raii::Device& device, const vk::raii::Pipeline& 
                  device.getPipelineExecutableStatisticsKHR(vk::PipelineExecutableInfoKHR(*pipeline, e))) {
                 std::cerr << ' ' << statistic.name.data() << '=';
                 switch (statistic.format) {
-                    case vk::PipelineExecutableStatisticFormatKHR::eBool32: std::cerr << statistic.value.b32; break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eInt64: std::cerr << statistic.value.i64; break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eUint64: std::cerr << statistic.value.u64; break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eFloat64: std::cerr << statistic.value.f64; break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eBool32:
+                        std::cerr << statistic.value.b32;
+                        break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eInt64:
+                        std::cerr << statistic.value.i64;
+                        break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eUint64:
+                        std::cerr << statistic.value.u64;
+                        break;
+                    case vk::PipelineExecutableStatisticFormatKHR::eFloat64:
+                        std::cerr << statistic.value.f64;
+                        break;
                 }
                 std::cerr << ';';
             }
@@ -125,13 +137,15 @@ std::unique_ptr<GpuPipeline> Pipelines::make(const std::string& name, std::span<
     auto made = std::make_unique<GpuPipeline>();
     made->name = name;
     try {
-        const auto code = gpu::detail::with_inf_nan_preserve(gpu::detail::with_denorm_preserve(spirv, denorm_widths_),
-                                                             inf_nan_widths_);
+        const auto code = gpu::detail::with_inf_nan_preserve(
+            gpu::detail::with_denorm_preserve(spirv, denorm_widths_), inf_nan_widths_);
         const vk::raii::ShaderModule module(
-            device_.device(), vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
+            device_.device(),
+            vk::ShaderModuleCreateInfo({}, code.size() * sizeof(std::uint32_t), code.data()));
         std::vector<vk::SpecializationMapEntry> entries;
         for (std::uint32_t id = 0; id < specialization.size(); ++id)
-            entries.emplace_back(id, id * static_cast<std::uint32_t>(sizeof(std::uint32_t)), sizeof(std::uint32_t));
+            entries.emplace_back(id, id * static_cast<std::uint32_t>(sizeof(std::uint32_t)),
+                                 sizeof(std::uint32_t));
         const vk::SpecializationInfo constants(static_cast<std::uint32_t>(entries.size()), entries.data(),
                                                specialization.size_bytes(), specialization.data());
         const vk::PipelineShaderStageCreateInfo stage({}, vk::ShaderStageFlagBits::eCompute, *module, "main",
@@ -139,16 +153,18 @@ std::unique_ptr<GpuPipeline> Pipelines::make(const std::string& name, std::span<
         const std::lock_guard lock(device_.mutex());
         const vk::PipelineCreateFlags flags =
             statistics_ ? vk::PipelineCreateFlagBits::eCaptureStatisticsKHR : vk::PipelineCreateFlags{};
-        made->pipeline =
-            vk::raii::Pipeline(device_.device(), nullptr, vk::ComputePipelineCreateInfo(flags, stage, *layout_));
-        if (statistics_) print_statistics(device_.device(), made->pipeline, specialization_key(name, specialization));
+        made->pipeline = vk::raii::Pipeline(device_.device(), nullptr,
+                                            vk::ComputePipelineCreateInfo(flags, stage, *layout_));
+        if (statistics_)
+            print_statistics(device_.device(), made->pipeline, specialization_key(name, specialization));
     } catch (...) {
         gpu::detail::rethrow_setup_error("nn gpu: cannot create the pipeline of " + name);
     }
     return made;
 }
 
-const GpuPipeline& Pipelines::embedded(std::string_view shader, std::span<const std::uint32_t> specialization) {
+const GpuPipeline& Pipelines::embedded(std::string_view shader,
+                                       std::span<const std::uint32_t> specialization) {
     const std::string key = specialization_key(shader, specialization);
     if (const auto found = embedded_.find(key); found != embedded_.end()) return *found->second;
     const auto spirv = embedded_nn_spirv(shader);

@@ -197,14 +197,16 @@ void gpu_embedding_backward(GpuBackend& gpu, const Tensor& ids, const Tensor& do
     const std::size_t span = (chunks + spans - 1) / spans * 256;
     spans = (tokens + span - 1) / span;
     to_u32(spans * vocab, kernel);
-    const EmbeddingPush push{to_u32(tokens, kernel), to_u32(vocab, kernel), to_u32(dim, kernel), to_u32(span, kernel)};
+    const EmbeddingPush push{to_u32(tokens, kernel), to_u32(vocab, kernel), to_u32(dim, kernel),
+                             to_u32(span, kernel)};
     const Tensor span_counts = gpu.scratch({spans, vocab}, DType::i32);
     const Tensor counts = gpu.scratch({vocab}, DType::i32);
     const Tensor offsets = gpu.scratch({vocab + 1}, DType::i32);
     const Tensor rank = gpu.scratch({tokens}, DType::i32);
     const Tensor order = gpu.scratch({tokens}, DType::i32);
     gpu.zero(span_counts);
-    gpu.dispatch(gpu.pipeline("embedding_backward_rank"), {ids, span_counts, rank}, push, {to_u32(spans, kernel), 1, 1});
+    gpu.dispatch(gpu.pipeline("embedding_backward_rank"), {ids, span_counts, rank}, push,
+                 {to_u32(spans, kernel), 1, 1});
     gpu.dispatch(gpu.pipeline("embedding_backward_combine"), {span_counts, counts}, push,
                  {GpuBackend::groups_for(vocab, 256), 1, 1});
     gpu.dispatch(gpu.pipeline("embedding_backward_scan"), {counts, offsets}, push, {1, 1, 1});

@@ -49,27 +49,26 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 std::string error_message(const std::uint32_t* words) {
     const auto kernel = static_cast<KernelId>(words[1]);
-    const char* name = words[1] < static_cast<std::uint32_t>(KernelId::count) ? kernel_name(kernel) : "a kernel";
+    const char* name =
+        words[1] < static_cast<std::uint32_t>(KernelId::count) ? kernel_name(kernel) : "a kernel";
     const char* argument = words[0] == 2 ? "targets" : "ids";
-    return std::string(name) + ": " + argument + "[" + std::to_string(words[3]) + "] = " +
-           std::to_string(static_cast<std::int32_t>(words[2])) + " is outside [0, " + std::to_string(words[4]) +
-           ") (found on the device)";
+    return std::string(name) + ": " + argument + "[" + std::to_string(words[3]) +
+           "] = " + std::to_string(static_cast<std::int32_t>(words[2])) + " is outside [0, " +
+           std::to_string(words[4]) + ") (found on the device)";
 }
 
 }  // namespace
 
 Stream::Stream(gpu::detail::Device& device, const vk::raii::DescriptorSetLayout& set_layout,
                const vk::raii::PipelineLayout& layout)
-    : device_(device),
-      set_layout_(set_layout),
-      layout_(layout),
+    : device_(device), set_layout_(set_layout), layout_(layout),
       uploads_(device, gpu::detail::MemoryKind::upload),
       downloads_(device, gpu::detail::MemoryKind::download) {
     profiling_ = profiling_requested() && device.timestamp_bits() > 0;
     try {
-        pool_ = vk::raii::CommandPool(device.device(),
-                                      vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
-                                                                device.queue_family()));
+        pool_ = vk::raii::CommandPool(
+            device.device(), vk::CommandPoolCreateInfo(vk::CommandPoolCreateFlagBits::eResetCommandBuffer,
+                                                       device.queue_family()));
     } catch (...) {
         gpu::detail::rethrow_setup_error("nn gpu stream: cannot create a command pool");
     }
@@ -80,7 +79,8 @@ Stream::Stream(gpu::detail::Device& device, const vk::raii::DescriptorSetLayout&
         dummy_->buffer = gpu::detail::DeviceBuffer(device, 16, gpu::detail::MemoryKind::device);
         errors_ = gpu::detail::DeviceBuffer(device, 32, gpu::detail::MemoryKind::download);
     } catch (const gpu::detail::OutOfDeviceMemory& error) {
-        throw OutOfMemory(std::string("nn gpu stream: cannot allocate its 48 bytes of buffers: ") + error.what());
+        throw OutOfMemory(std::string("nn gpu stream: cannot allocate its 48 bytes of buffers: ") +
+                          error.what());
     }
     std::memset(errors_.mapped(), 0, 32);
 }
@@ -106,14 +106,15 @@ Stream::Batch& Stream::current() {
         recording_ = std::make_unique<Batch>();
         try {
             recording_->commands = std::move(
-                vk::raii::CommandBuffers(device_.device(),
-                                         vk::CommandBufferAllocateInfo(*pool_, vk::CommandBufferLevel::ePrimary, 1))
+                vk::raii::CommandBuffers(device_.device(), vk::CommandBufferAllocateInfo(
+                                                               *pool_, vk::CommandBufferLevel::ePrimary, 1))
                     .front());
             recording_->fence = vk::raii::Fence(device_.device(), vk::FenceCreateInfo());
             if (profiling_) {
                 recording_->timestamps = vk::raii::QueryPool(
-                    device_.device(), vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp,
-                                                              static_cast<std::uint32_t>(max_batch_commands + 1)));
+                    device_.device(),
+                    vk::QueryPoolCreateInfo({}, vk::QueryType::eTimestamp,
+                                            static_cast<std::uint32_t>(max_batch_commands + 1)));
             }
         } catch (...) {
             recording_.reset();
@@ -121,11 +122,13 @@ Stream::Batch& Stream::current() {
         }
     }
     try {
-        recording_->commands.begin(vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
+        recording_->commands.begin(
+            vk::CommandBufferBeginInfo(vk::CommandBufferUsageFlagBits::eOneTimeSubmit));
         if (profiling_) {
             recording_->commands.resetQueryPool(*recording_->timestamps, 0,
                                                 static_cast<std::uint32_t>(max_batch_commands + 1));
-            recording_->commands.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe, *recording_->timestamps, 0);
+            recording_->commands.writeTimestamp(vk::PipelineStageFlagBits::eBottomOfPipe,
+                                                *recording_->timestamps, 0);
             recording_->names.clear();
         }
     } catch (...) {
@@ -153,7 +156,8 @@ vk::DescriptorSet Stream::allocate_set(Batch& batch) {
     if (batch.pools.empty() || batch.pool_sets == sets_per_pool) {
         if (!batch.pools.empty()) ++batch.next_pool;
         if (batch.next_pool == batch.pools.size()) {
-            const vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer, sets_per_pool * set_bindings);
+            const vk::DescriptorPoolSize size(vk::DescriptorType::eStorageBuffer,
+                                              sets_per_pool * set_bindings);
             batch.pools.emplace_back(device_.device(), vk::DescriptorPoolCreateInfo({}, sets_per_pool, size));
         }
         batch.pool_sets = 0;
@@ -161,7 +165,8 @@ vk::DescriptorSet Stream::allocate_set(Batch& batch) {
     const vk::DescriptorSetLayout layout = *set_layout_;
     const vk::DescriptorSetAllocateInfo info(*batch.pools[batch.next_pool], layout);
     const vk::Device device = *device_.device();
-    const vk::DescriptorSet set = device.allocateDescriptorSets(info, *device_.device().getDispatcher()).front();
+    const vk::DescriptorSet set =
+        device.allocateDescriptorSets(info, *device_.device().getDispatcher()).front();
     ++batch.pool_sets;
     return set;
 }
@@ -179,14 +184,15 @@ void Stream::dispatch(const GpuPipeline& pipeline, std::span<const std::shared_p
         for (std::size_t b = 0; b < buffers.size(); ++b) {
             const auto& buffer = buffers[b] ? buffers[b] : dummy_;
             infos[count] = vk::DescriptorBufferInfo(buffer->buffer.buffer(), 0, VK_WHOLE_SIZE);
-            writes[count] = vk::WriteDescriptorSet(set, static_cast<std::uint32_t>(b), 0, 1,
-                                                   vk::DescriptorType::eStorageBuffer, nullptr, &infos[count]);
+            writes[count] =
+                vk::WriteDescriptorSet(set, static_cast<std::uint32_t>(b), 0, 1,
+                                       vk::DescriptorType::eStorageBuffer, nullptr, &infos[count]);
             ++count;
             batch.keep_alive.push_back(buffer);
         }
         infos[count] = vk::DescriptorBufferInfo(errors_.buffer(), 0, VK_WHOLE_SIZE);
-        writes[count] = vk::WriteDescriptorSet(set, error_binding, 0, 1, vk::DescriptorType::eStorageBuffer, nullptr,
-                                               &infos[count]);
+        writes[count] = vk::WriteDescriptorSet(set, error_binding, 0, 1, vk::DescriptorType::eStorageBuffer,
+                                               nullptr, &infos[count]);
         ++count;
         device_.device().updateDescriptorSets(std::span(writes.data(), count), {});
         before_command(batch);
@@ -202,8 +208,8 @@ void Stream::dispatch(const GpuPipeline& pipeline, std::span<const std::shared_p
     after_command(batch, pipeline.name);
 }
 
-void Stream::copy(const std::shared_ptr<GpuBuffer>& src, std::size_t src_offset, const std::shared_ptr<GpuBuffer>& dst,
-                  std::size_t dst_offset, std::size_t bytes) {
+void Stream::copy(const std::shared_ptr<GpuBuffer>& src, std::size_t src_offset,
+                  const std::shared_ptr<GpuBuffer>& dst, std::size_t dst_offset, std::size_t bytes) {
     device_.check_alive();
     if (bytes == 0) return;
     Batch& batch = current();
@@ -215,7 +221,8 @@ void Stream::copy(const std::shared_ptr<GpuBuffer>& src, std::size_t src_offset,
     after_command(batch, copy_name);
 }
 
-void Stream::fill(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::size_t bytes, std::uint32_t pattern) {
+void Stream::fill(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::size_t bytes,
+                  std::uint32_t pattern) {
     device_.check_alive();
     if (bytes == 0) return;
     Batch& batch = current();
@@ -225,7 +232,8 @@ void Stream::fill(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std
     after_command(batch, fill_name);
 }
 
-void Stream::write(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::span<const std::byte> bytes) {
+void Stream::write(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset,
+                   std::span<const std::byte> bytes) {
     device_.check_alive();
     if (bytes.empty()) return;
     std::shared_ptr<GpuBuffer> staging = uploads_.take(bytes.size());
@@ -234,7 +242,8 @@ void Stream::write(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, st
     // Back to the pool when the copy has run (the host writes staging buffers directly).
     batch.on_complete.push_back([this, staging] { uploads_.give_back(staging); });
     before_command(batch);
-    batch.commands.copyBuffer(staging->buffer.buffer(), dst->buffer.buffer(), vk::BufferCopy(0, offset, bytes.size()));
+    batch.commands.copyBuffer(staging->buffer.buffer(), dst->buffer.buffer(),
+                              vk::BufferCopy(0, offset, bytes.size()));
     batch.keep_alive.push_back(dst);
     after_command(batch, upload_name);
 }
@@ -248,7 +257,8 @@ void Stream::read(const std::shared_ptr<GpuBuffer>& src, std::size_t offset, std
     std::shared_ptr<GpuBuffer> staging = downloads_.take(bytes.size());
     Batch& batch = current();
     before_command(batch);
-    batch.commands.copyBuffer(src->buffer.buffer(), staging->buffer.buffer(), vk::BufferCopy(offset, 0, bytes.size()));
+    batch.commands.copyBuffer(src->buffer.buffer(), staging->buffer.buffer(),
+                              vk::BufferCopy(offset, 0, bytes.size()));
     batch.keep_alive.push_back(src);
     after_command(batch, download_name);
     synchronize();
@@ -263,7 +273,8 @@ std::function<void(std::span<std::byte>)> Stream::read_later(const std::shared_p
     std::shared_ptr<GpuBuffer> staging = downloads_.take(bytes);
     Batch& batch = current();
     before_command(batch);
-    batch.commands.copyBuffer(src->buffer.buffer(), staging->buffer.buffer(), vk::BufferCopy(offset, 0, bytes));
+    batch.commands.copyBuffer(src->buffer.buffer(), staging->buffer.buffer(),
+                              vk::BufferCopy(offset, 0, bytes));
     batch.keep_alive.push_back(src);
     after_command(batch, download_name);
     submit();
@@ -293,8 +304,9 @@ void Stream::submit() {
         // Device writes visible to the host (read-backs, the error buffer) once the fence signals.
         const vk::MemoryBarrier to_host(vk::AccessFlagBits::eShaderWrite | vk::AccessFlagBits::eTransferWrite,
                                         vk::AccessFlagBits::eHostRead);
-        batch->commands.pipelineBarrier(vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer,
-                                        vk::PipelineStageFlagBits::eHost, {}, to_host, {}, {});
+        batch->commands.pipelineBarrier(
+            vk::PipelineStageFlagBits::eComputeShader | vk::PipelineStageFlagBits::eTransfer,
+            vk::PipelineStageFlagBits::eHost, {}, to_host, {}, {});
         batch->commands.end();
         batch->recording = false;
         const vk::CommandBuffer commands = *batch->commands;
@@ -319,7 +331,8 @@ void Stream::wait_for(Batch& batch) {
         const auto started = std::chrono::steady_clock::now();
         const auto result = device_.device().waitForFences(*batch.fence, VK_TRUE, UINT64_MAX);
         wait_seconds_ += seconds_since(started);
-        if (result != vk::Result::eSuccess) throw vk::SystemError(vk::make_error_code(result), "vkWaitForFences");
+        if (result != vk::Result::eSuccess)
+            throw vk::SystemError(vk::make_error_code(result), "vkWaitForFences");
     } catch (...) {
         device_.mark_lost("nn gpu stream: waiting for a batch failed");
         gpu::detail::rethrow_work_error("nn gpu stream: cannot wait for a batch");
@@ -349,10 +362,12 @@ void Stream::collect_profile(Batch& batch) {
     const std::size_t count = batch.names.size();
     if (count == 0) return;
     std::vector<std::uint64_t> stamps(count + 1);
-    const auto result = (*device_.device()).getQueryPoolResults(
-        *batch.timestamps, 0, static_cast<std::uint32_t>(count + 1), stamps.size() * sizeof(std::uint64_t),
-        stamps.data(), sizeof(std::uint64_t), vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait,
-        *device_.device().getDispatcher());
+    const auto result =
+        (*device_.device())
+            .getQueryPoolResults(*batch.timestamps, 0, static_cast<std::uint32_t>(count + 1),
+                                 stamps.size() * sizeof(std::uint64_t), stamps.data(), sizeof(std::uint64_t),
+                                 vk::QueryResultFlagBits::e64 | vk::QueryResultFlagBits::eWait,
+                                 *device_.device().getDispatcher());
     if (result != vk::Result::eSuccess) return;
     const std::uint32_t bits = device_.timestamp_bits();
     const std::uint64_t mask = bits >= 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << bits) - 1;
@@ -369,26 +384,29 @@ void Stream::collect_profile(Batch& batch) {
 std::string Stream::profile_report() const {
     if (!profiling_) return {};
     std::vector<std::pair<std::string, ProfileEntry>> rows(profile_.begin(), profile_.end());
-    std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
     double total = 0;
     for (const auto& row : rows) total += row.second.seconds;
     std::ostringstream out;
     out << std::fixed;
     out << "device time by kernel (GPU timestamps; " << stats_.submissions << " batches):\n";
-    out << std::setw(12) << "ms" << std::setw(8) << "share" << std::setw(10) << "calls" << std::setw(11) << "us/call"
+    out << std::setw(12) << "ms" << std::setw(8) << "share" << std::setw(10) << "calls" << std::setw(11)
+        << "us/call"
         << "  kernel\n";
     for (const auto& [name, entry] : rows) {
-        out << std::setprecision(3) << std::setw(12) << entry.seconds * 1e3 << std::setprecision(1) << std::setw(7)
-            << (total > 0 ? 100 * entry.seconds / total : 0) << "%" << std::setw(10) << entry.calls
-            << std::setprecision(2) << std::setw(11) << entry.seconds * 1e6 / static_cast<double>(entry.calls) << "  "
+        out << std::setprecision(3) << std::setw(12) << entry.seconds * 1e3 << std::setprecision(1)
+            << std::setw(7) << (total > 0 ? 100 * entry.seconds / total : 0) << "%" << std::setw(10)
+            << entry.calls << std::setprecision(2) << std::setw(11)
+            << entry.seconds * 1e6 / static_cast<double>(entry.calls) << "  "
             << (name.size() > 90 ? name.substr(0, 87) + "..." : name) << "\n";
     }
     out << std::setprecision(3) << std::setw(12) << total * 1e3 << "  total device time\n";
     const auto up = uploads_.stats(), down = downloads_.stats();
     out << "host: " << std::setprecision(3) << wait_seconds_ * 1e3 << " ms waiting for the device, "
         << submit_seconds_ * 1e3 << " ms submitting; staging buffers created " << up.created + down.created
-        << " (" << (up.create_seconds + down.create_seconds) * 1e3 << " ms), reused " << up.reused + down.reused
-        << "\n";
+        << " (" << (up.create_seconds + down.create_seconds) * 1e3 << " ms), reused "
+        << up.reused + down.reused << "\n";
     return out.str();
 }
 

@@ -51,10 +51,11 @@ public:
     void dispatch(const GpuPipeline& pipeline, std::span<const std::shared_ptr<GpuBuffer>> buffers,
                   std::span<const std::byte> push, std::array<std::uint32_t, 3> groups);
     /// Records a copy between two buffers.
-    void copy(const std::shared_ptr<GpuBuffer>& src, std::size_t src_offset, const std::shared_ptr<GpuBuffer>& dst,
-              std::size_t dst_offset, std::size_t bytes);
+    void copy(const std::shared_ptr<GpuBuffer>& src, std::size_t src_offset,
+              const std::shared_ptr<GpuBuffer>& dst, std::size_t dst_offset, std::size_t bytes);
     /// Records a fill of `bytes` bytes (a multiple of 4) from `offset` with the 32-bit `pattern`.
-    void fill(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::size_t bytes, std::uint32_t pattern);
+    void fill(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::size_t bytes,
+              std::uint32_t pattern);
     /// Records host bytes into a buffer (through a staging buffer the batch keeps).
     void write(const std::shared_ptr<GpuBuffer>& dst, std::size_t offset, std::span<const std::byte> bytes);
     /// Copies bytes of a buffer to the host after the work recorded before (submits, waits).
@@ -62,8 +63,8 @@ public:
     /// Records the same copy into a staging buffer and submits without waiting; the returned
     /// function waits for that batch (and those before it) only, then copies the bytes out.
     /// It must be called while the stream lives (GpuBackend's handle keeps it).
-    std::function<void(std::span<std::byte>)> read_later(const std::shared_ptr<GpuBuffer>& src, std::size_t offset,
-                                                         std::size_t bytes);
+    std::function<void(std::span<std::byte>)> read_later(const std::shared_ptr<GpuBuffer>& src,
+                                                         std::size_t offset, std::size_t bytes);
     /// Submits what is recorded and waits for every batch; throws a kernel's error.
     void synchronize();
 
@@ -79,13 +80,13 @@ private:
         vk::raii::CommandBuffer commands{nullptr};
         vk::raii::Fence fence{nullptr};
         std::vector<vk::raii::DescriptorPool> pools;
-        std::size_t next_pool = 0;       // the pool sets are taken from
-        std::size_t pool_sets = 0;       // sets taken from pools[next_pool]
-        std::size_t command_count = 0;   // commands recorded
+        std::size_t next_pool = 0;      // the pool sets are taken from
+        std::size_t pool_sets = 0;      // sets taken from pools[next_pool]
+        std::size_t command_count = 0;  // commands recorded
         std::vector<std::shared_ptr<void>> keep_alive;
         std::vector<std::function<void()>> on_complete;
         bool recording = false;
-        std::uint64_t number = 0;  // submissions before it + 1 (set by submit())
+        std::uint64_t number = 0;                 // submissions before it + 1 (set by submit())
         vk::raii::QueryPool timestamps{nullptr};  // profiling: one before the first command, one after each
         std::vector<const std::string*> names;    // profiling: each command's name
     };
@@ -94,12 +95,12 @@ private:
         double seconds = 0;
     };
 
-    Batch& current();           // the batch being recorded (begins one when none)
+    Batch& current();  // the batch being recorded (begins one when none)
     void before_command(Batch& batch);
     void after_command(Batch& batch, const std::string& name);
     void collect_profile(Batch& batch);
-    void submit();              // submits the current batch, if it recorded anything
-    void wait_for(Batch& batch);  // waits, runs on_complete, recycles
+    void submit();                            // submits the current batch, if it recorded anything
+    void wait_for(Batch& batch);              // waits, runs on_complete, recycles
     void wait_through(std::uint64_t number);  // waits for the batches submitted up to `number`
     void check_errors();
     vk::DescriptorSet allocate_set(Batch& batch);

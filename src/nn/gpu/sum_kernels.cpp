@@ -27,9 +27,7 @@ void GpuBackend::bias_add(const Tensor& x, const Tensor& bias) {
     if (!supports(x.dtype()) || x.dtype() == DType::i32) unsupported(KernelId::bias_add, x.dtype());
     if (x.size() == 0) return;
     check_elements(x, KernelId::bias_add);
-    const struct {
-        std::uint32_t n, cols;
-    } push{u32(x.size()), u32(bias.size())};
+    const struct { std::uint32_t n, cols; } push{u32(x.size()), u32(bias.size())};
     dispatch(pipeline(std::string("bias_add_") + shader_suffix(x.dtype())), {x, bias}, push,
              {groups_for(x.size(), 256, 4096), 1, 1});
 }
@@ -47,7 +45,8 @@ void GpuBackend::add_assign(const Tensor& dst, const Tensor& src, double alpha) 
              {groups_for(dst.size(), 256, 4096), 1, 1});
 }
 
-void GpuBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) {
+void GpuBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed,
+                         std::uint64_t stream) {
     if (!supports(x.dtype()) || x.dtype() == DType::i32) unsupported(KernelId::dropout, x.dtype());
     check_elements(x, KernelId::dropout);
     const DropoutMask mask(p, seed, stream);
@@ -59,8 +58,8 @@ void GpuBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64
              {groups_for(x.size(), 256, 4096), 1, 1});
 }
 
-void GpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,
-                            bool accumulate) {
+void GpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n,
+                            std::size_t inner, bool accumulate) {
     if (!supports(x.dtype()) || x.dtype() == DType::i32) unsupported(KernelId::reduce_sum, x.dtype());
     if (y.dtype() != x.dtype()) unsupported(KernelId::reduce_sum, y.dtype());
     if (outer == 0 || inner == 0) return;
@@ -73,7 +72,8 @@ void GpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer,
     struct Push {
         std::uint32_t outer, n, inner, accumulate, chunks, chunk_rows;
     };
-    const auto pass = [&](const Tensor& from, const Tensor& to, std::size_t rows, std::size_t chunks, bool add) {
+    const auto pass = [&](const Tensor& from, const Tensor& to, std::size_t rows, std::size_t chunks,
+                          bool add) {
         const std::size_t chunk_rows = (rows + chunks - 1) / chunks;
         const Push push{u32(outer), u32(rows), u32(inner), add ? 1u : 0u, u32(chunks), u32(chunk_rows)};
         const std::string shader =
@@ -98,7 +98,7 @@ void GpuBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer,
 }
 
 void GpuBackend::global_norm_squared(std::span<const Tensor> tensors, const Tensor& out) {
-    constexpr std::size_t chunk = 4096;      // elements per workgroup (shaders/norm_squared.comp)
+    constexpr std::size_t chunk = 4096;  // elements per workgroup (shaders/norm_squared.comp)
     constexpr std::size_t max_groups = 65535;
     std::size_t partials = 0;
     for (const Tensor& tensor : tensors) {
@@ -114,16 +114,12 @@ void GpuBackend::global_norm_squared(std::span<const Tensor> tensors, const Tens
         const std::string shader = std::string("norm_squared_") + shader_suffix(tensor.dtype());
         for (std::size_t base = 0; base < tensor.size(); base += chunk * max_groups) {
             const std::size_t groups = std::min((tensor.size() - base + chunk - 1) / chunk, max_groups);
-            const struct {
-                std::uint32_t n, offset, base;
-            } push{u32(tensor.size()), u32(offset), u32(base)};
+            const struct { std::uint32_t n, offset, base; } push{u32(tensor.size()), u32(offset), u32(base)};
             dispatch(pipeline(shader), {tensor, scratch_partials}, push, {u32(groups), 1, 1});
             offset += groups;
         }
     }
-    const struct {
-        std::uint32_t n;
-    } push{u32(partials)};
+    const struct { std::uint32_t n; } push{u32(partials)};
     dispatch(pipeline("norm_squared_total"), {scratch_partials, out}, push, {1, 1, 1});
 }
 

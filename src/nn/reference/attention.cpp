@@ -69,16 +69,16 @@ void ReferenceBackend::attention(const Tensor& q, const Tensor& k, const Tensor&
                 const std::size_t visible = causal ? t + 1 : s.key_length;
                 f64_data(lse)[(b * s.query_heads + h) * s.query_length + t] =
                     attend_row(f64_data(q) + s.q_index(b, t, h), f64_data(k) + s.kv_index(b, 0, kv_head),
-                               f64_data(v) + s.kv_index(b, 0, kv_head), key_stride, visible, s.head_dim, scale,
-                               f64_data(out) + s.q_index(b, t, h));
+                               f64_data(v) + s.kv_index(b, 0, kv_head), key_stride, visible, s.head_dim,
+                               scale, f64_data(out) + s.q_index(b, t, h));
             }
         }
     }
 }
 
 void ReferenceBackend::attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor&,
-                                          const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
-                                          const Tensor& dv, double scale, bool causal) {
+                                          const Tensor& lse, const Tensor& dout, const Tensor& dq,
+                                          const Tensor& dk, const Tensor& dv, double scale, bool causal) {
     count_kernel();
     // With scores S_j = scale q.k_j, P_j = exp(S_j - lse) and out = sum_j P_j v_j:
     //   dv_j += P_j dout,  dP_j = dout.v_j,  dS_j = P_j (dP_j - sum_i P_i dP_i),
@@ -109,8 +109,10 @@ void ReferenceBackend::attention_backward(const Tensor& q, const Tensor& k, cons
                     const double* key = f64_data(k) + s.kv_index(b, j, kv_head);
                     for (std::size_t d = 0; d < dim; ++d) {
                         if (dq.defined()) f64_data(dq)[s.q_index(b, t, h) + d] += scale * dscore * key[d];
-                        if (dk.defined()) f64_data(dk)[s.kv_index(b, j, kv_head) + d] += scale * dscore * query[d];
-                        if (dv.defined()) f64_data(dv)[s.kv_index(b, j, kv_head) + d] += probability[j] * dquery_out[d];
+                        if (dk.defined())
+                            f64_data(dk)[s.kv_index(b, j, kv_head) + d] += scale * dscore * query[d];
+                        if (dv.defined())
+                            f64_data(dv)[s.kv_index(b, j, kv_head) + d] += probability[j] * dquery_out[d];
                     }
                 }
             }
@@ -118,8 +120,8 @@ void ReferenceBackend::attention_backward(const Tensor& q, const Tensor& k, cons
     }
 }
 
-void ReferenceBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache, const Tensor& out,
-                                    std::size_t past, double scale, bool causal) {
+void ReferenceBackend::kv_attention(const Tensor& q, const Tensor& k_cache, const Tensor& v_cache,
+                                    const Tensor& out, std::size_t past, double scale, bool causal) {
     count_kernel();
     const Layout s = layout_of(q, k_cache);
     const std::size_t key_stride = s.kv_heads * s.head_dim;
@@ -130,8 +132,8 @@ void ReferenceBackend::kv_attention(const Tensor& q, const Tensor& k_cache, cons
                 // Query t sits at position past + t; the cache holds past + Tq valid positions.
                 const std::size_t visible = causal ? past + t + 1 : past + s.query_length;
                 attend_row(f64_data(q) + s.q_index(b, t, h), f64_data(k_cache) + s.kv_index(b, 0, kv_head),
-                           f64_data(v_cache) + s.kv_index(b, 0, kv_head), key_stride, visible, s.head_dim, scale,
-                           f64_data(out) + s.q_index(b, t, h));
+                           f64_data(v_cache) + s.kv_index(b, 0, kv_head), key_stride, visible, s.head_dim,
+                           scale, f64_data(out) + s.q_index(b, t, h));
             }
         }
     }

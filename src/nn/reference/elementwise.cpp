@@ -18,7 +18,7 @@ std::size_t broadcast_index(const Tensor& input, const Shape& shape, std::size_t
     if (input.size() == 1) return 0;
     const std::size_t last = shape.back();
     if (input.shape() == Shape{last}) return e % last;  // row: the element's last index
-    return e / last;                                     // column: the element's row
+    return e / last;                                    // column: the element's row
 }
 
 /// The batch inputs [points][n_inputs]: each element's inputs, gathered.
@@ -35,8 +35,8 @@ std::vector<double> gather_inputs(std::span<const Tensor> inputs, const Shape& s
 
 }  // namespace
 
-void ReferenceBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
-                                   std::span<const double> params) {
+void ReferenceBackend::elementwise(const Tape& tape, std::span<const Tensor> inputs,
+                                   std::span<const Tensor> outputs, std::span<const double> params) {
     count_kernel();
     const Shape& shape = outputs[0].shape();
     const std::size_t points = element_count(shape);
@@ -46,12 +46,14 @@ void ReferenceBackend::elementwise(const Tape& tape, std::span<const Tensor> inp
     vm.forward(Batch<double>{points, gathered, params}, std::span<double>(results));
     // Written only now: an output may be one of the inputs.
     for (std::size_t e = 0; e < points; ++e) {
-        for (std::size_t j = 0; j < outputs.size(); ++j) f64_data(outputs[j])[e] = results[e * outputs.size() + j];
+        for (std::size_t j = 0; j < outputs.size(); ++j)
+            f64_data(outputs[j])[e] = results[e * outputs.size() + j];
     }
 }
 
 void ReferenceBackend::elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
-                                            std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
+                                            std::span<const Tensor> output_grads,
+                                            std::span<const Tensor> input_grads,
                                             std::span<const double> params) {
     count_kernel();
     const Shape& shape = output_grads[0].shape();
@@ -65,7 +67,8 @@ void ReferenceBackend::elementwise_backward(const Tape& tape, std::span<const Te
     }
     const tapevm::reference::Vm vm(tape);
     std::vector<double> results(points * inputs.size());
-    vm.vjp(Batch<double>{points, gathered, params}, std::span<const double>(cotangents), std::span<double>(results));
+    vm.vjp(Batch<double>{points, gathered, params}, std::span<const double>(cotangents),
+           std::span<double>(results));
     for (std::size_t e = 0; e < points; ++e) {  // element order: a fixed order for broadcast sums
         for (std::size_t i = 0; i < inputs.size(); ++i) {
             if (!input_grads[i].defined()) continue;

@@ -3,7 +3,8 @@
 
 namespace tapevm::nn::detail {
 
-void ReferenceBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& c, const MatmulOptions& options) {
+void ReferenceBackend::matmul(const Tensor& a, const Tensor& b, const Tensor& c,
+                              const MatmulOptions& options) {
     count_kernel();
     const bool batched = c.rank() == 3;
     const std::size_t batches = batched ? c.shape()[0] : 1;

@@ -101,12 +101,14 @@ void ReferenceBackend::add_assign(const Tensor& dst, const Tensor& src, double a
     for (std::size_t i = 0; i < dst.size(); ++i) d[i] += alpha * s[i];
 }
 
-void ReferenceBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) {
+void ReferenceBackend::dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed,
+                               std::uint64_t stream) {
     count_kernel();
     const DropoutMask mask(p, seed, stream);
     const double* in = f64_data(x);
     double* out = f64_data(y);
-    for (std::size_t i = 0; i < x.size(); ++i) out[i] = mask.keeps(static_cast<std::uint32_t>(i)) ? in[i] * mask.scale : 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        out[i] = mask.keeps(static_cast<std::uint32_t>(i)) ? in[i] * mask.scale : 0.0;
 }
 
 void ReferenceBackend::reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n,

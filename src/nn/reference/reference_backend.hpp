@@ -55,7 +55,8 @@ public:
     void copy(const Tensor& src, const Tensor& dst) override;
     void bias_add(const Tensor& x, const Tensor& bias) override;
     void add_assign(const Tensor& dst, const Tensor& src, double alpha) override;
-    void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed, std::uint64_t stream) override;
+    void dropout(const Tensor& x, const Tensor& y, double p, std::uint64_t seed,
+                 std::uint64_t stream) override;
     void reduce_sum(const Tensor& x, const Tensor& y, std::size_t outer, std::size_t n, std::size_t inner,
                     bool accumulate) override;
     void transpose_2d(const Tensor& x, const Tensor& y, std::size_t batch, std::size_t rows,
@@ -66,19 +67,20 @@ public:
     // rows.cpp
     void softmax(const Tensor& x, const Tensor& y) override;
     void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx) override;
-    void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
-                    const Tensor& rstd, double eps) override;
+    void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
+                    const Tensor& mean, const Tensor& rstd, double eps) override;
     void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
                              const Tensor& rstd, const Tensor& dx, const Tensor& dgamma,
                              const Tensor& dbeta) override;
-    void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd, double eps) override;
+    void rms_norm(const Tensor& x, const Tensor& gamma, const Tensor& y, const Tensor& rstd,
+                  double eps) override;
     void rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
                            const Tensor& dx, const Tensor& dgamma) override;
     // losses.cpp
     void embedding(const Tensor& ids, const Tensor& table, const Tensor& out) override;
     void embedding_backward(const Tensor& ids, const Tensor& dout, const Tensor& dtable) override;
-    void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses, const Tensor& dlogits,
-                       std::int32_t pad_id, double dloss) override;
+    void cross_entropy(const Tensor& logits, const Tensor& targets, const Tensor& losses,
+                       const Tensor& dlogits, std::int32_t pad_id, double dloss) override;
     // attention.cpp
     void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
                    double scale, bool causal) override;
@@ -90,8 +92,9 @@ public:
     // elementwise.cpp
     void elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> outputs,
                      std::span<const double> params) override;
-    void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> output_grads,
-                              std::span<const Tensor> input_grads, std::span<const double> params) override;
+    void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
+                              std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
+                              std::span<const double> params) override;
 
 private:
     /// Counts one recorded kernel (each runs at once here).

@@ -95,7 +95,8 @@ void ReferenceBackend::layer_norm_backward(const Tensor& dy, const Tensor& x, co
         dxhat_xhat_mean /= static_cast<double>(n);
         for (std::size_t j = 0; j < n; ++j) {
             const double xhat = (in[j] - m) * s;
-            if (dx.defined()) f64_data(dx)[r * n + j] += s * (dout[j] * g[j] - dxhat_mean - xhat * dxhat_xhat_mean);
+            if (dx.defined())
+                f64_data(dx)[r * n + j] += s * (dout[j] * g[j] - dxhat_mean - xhat * dxhat_xhat_mean);
             if (dgamma.defined()) f64_data(dgamma)[j] += dout[j] * xhat;
             if (dbeta.defined()) f64_data(dbeta)[j] += dout[j];
         }
@@ -120,8 +121,8 @@ void ReferenceBackend::rms_norm(const Tensor& x, const Tensor& gamma, const Tens
     }
 }
 
-void ReferenceBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& rstd,
-                                         const Tensor& dx, const Tensor& dgamma) {
+void ReferenceBackend::rms_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                                         const Tensor& rstd, const Tensor& dx, const Tensor& dgamma) {
     count_kernel();
     const std::size_t n = x.dim(-1);
     const std::size_t rows = x.size() / n;

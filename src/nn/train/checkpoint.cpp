@@ -25,7 +25,8 @@ double parse_double(const SafetensorsMetadata& metadata, const std::string& key,
     return std::strtod(it->second.c_str(), nullptr);
 }
 
-std::uint64_t parse_count(const SafetensorsMetadata& metadata, const std::string& key, const std::string& file) {
+std::uint64_t parse_count(const SafetensorsMetadata& metadata, const std::string& key,
+                          const std::string& file) {
     const auto it = metadata.find(key);
     if (it == metadata.end()) throw Error("load_checkpoint: " + file + ": metadata '" + key + "' missing");
     return std::strtoull(it->second.c_str(), nullptr, 10);
@@ -34,7 +35,8 @@ std::uint64_t parse_count(const SafetensorsMetadata& metadata, const std::string
 // Writes `key` of `file` into `target` (same shape; bytes copied as they are when the dtypes
 // agree, else converted).
 void restore(const SafetensorsFile& file, const std::string& key, const Tensor& target, const char* what) {
-    if (!file.contains(key)) throw Error(std::string(what) + ": " + file.path() + ": no tensor '" + key + "'");
+    if (!file.contains(key))
+        throw Error(std::string(what) + ": " + file.path() + ": no tensor '" + key + "'");
     if (file.shape(key) != target.shape()) {
         throw Error(std::string(what) + ": " + file.path() + ": '" + key + "' has shape " +
                     shape_string(file.shape(key)) + ", the model's is " + shape_string(target.shape()));
@@ -88,7 +90,8 @@ void Trainer::load_checkpoint(const std::filesystem::path& path) {
         restore(file, p.name, p.parameter->value, "load_checkpoint");
         if (p.parameter->compute.defined()) copy(p.parameter->value, p.parameter->compute);
     }
-    for (const auto& [key, tensor] : optimizer_.state()) restore(file, "optimizer." + key, tensor, "load_checkpoint");
+    for (const auto& [key, tensor] : optimizer_.state())
+        restore(file, "optimizer." + key, tensor, "load_checkpoint");
     step_ = parse_count(metadata, "step", name);
     optimizer_.set_steps(parse_count(metadata, "optimizer.steps", name));
     optimizer_.set_lr(parse_double(metadata, "optimizer.lr", name));

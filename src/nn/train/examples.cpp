@@ -84,7 +84,8 @@ MlpRegressionResult train_mlp_regression(const Device& device, const MlpRegressi
 std::vector<std::int32_t> encode_chars(std::string_view vocabulary, std::string_view text) {
     std::int32_t table[256];
     std::fill(std::begin(table), std::end(table), -1);
-    for (std::size_t i = 0; i < vocabulary.size(); ++i) table[static_cast<unsigned char>(vocabulary[i])] = static_cast<std::int32_t>(i);
+    for (std::size_t i = 0; i < vocabulary.size(); ++i)
+        table[static_cast<unsigned char>(vocabulary[i])] = static_cast<std::int32_t>(i);
     std::vector<std::int32_t> ids;
     ids.reserve(text.size());
     for (const char c : text) {
@@ -152,11 +153,13 @@ CharCorpus::CharCorpus(std::string_view text, double validation_fraction) {
                     " distinct character; a language model needs at least 2");
     }
     if (!(validation_fraction >= 0 && validation_fraction < 1)) {
-        throw Error("CharCorpus: validation_fraction " + std::to_string(validation_fraction) + " is outside [0, 1)");
+        throw Error("CharCorpus: validation_fraction " + std::to_string(validation_fraction) +
+                    " is outside [0, 1)");
     }
     const std::vector<std::int32_t> ids = encode_chars(vocabulary_, text);
     // As TextDataset: the last floor(size x fraction) tokens are the validation split.
-    const auto split = ids.size() - static_cast<std::size_t>(std::floor(static_cast<double>(ids.size()) * validation_fraction));
+    const auto split = ids.size() - static_cast<std::size_t>(
+                                        std::floor(static_cast<double>(ids.size()) * validation_fraction));
     train_.assign(ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(split));
     validation_.assign(ids.begin() + static_cast<std::ptrdiff_t>(split), ids.end());
 }
@@ -172,9 +175,9 @@ Batch CharCorpus::batch(const Device& device, bool validation, std::uint64_t ind
                         std::size_t context, std::uint64_t seed) const {
     const std::vector<std::int32_t>& data = validation ? validation_ : train_;
     if (data.size() < context + 1) {
-        throw Error(std::string("CharCorpus: the ") + (validation ? "validation" : "training") + " split has " +
-                    std::to_string(data.size()) + " characters, fewer than context + 1 = " +
-                    std::to_string(context + 1));
+        throw Error(std::string("CharCorpus: the ") + (validation ? "validation" : "training") +
+                    " split has " + std::to_string(data.size()) +
+                    " characters, fewer than context + 1 = " + std::to_string(context + 1));
     }
     // TextDataset's windows (src/nn/io/data.cpp: the same streams, counters and multiply-high
     // map; tests/nn/train/test_nn_examples_parity.cpp checks that they agree).
@@ -186,7 +189,8 @@ Batch CharCorpus::batch(const Device& device, bool validation, std::uint64_t ind
         __extension__ typedef unsigned __int128 Wide;
         const std::uint64_t bits = detail::counter_bits(seed, stream, index * batch + b);
         const auto start = static_cast<std::size_t>((Wide(bits) * starts) >> 64);
-        std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(start), context, inputs.begin() + static_cast<std::ptrdiff_t>(b * context));
+        std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(start), context,
+                    inputs.begin() + static_cast<std::ptrdiff_t>(b * context));
         std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(start + 1), context,
                     targets.begin() + static_cast<std::ptrdiff_t>(b * context));
     }
@@ -208,7 +212,8 @@ namespace {
 
 std::int32_t draw(std::span<const double> logits, const SampleOptions& options, std::uint64_t step) {
     std::vector<std::pair<double, std::int32_t>> ranked;
-    for (std::size_t i = 0; i < logits.size(); ++i) ranked.emplace_back(logits[i], static_cast<std::int32_t>(i));
+    for (std::size_t i = 0; i < logits.size(); ++i)
+        ranked.emplace_back(logits[i], static_cast<std::int32_t>(i));
     std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
     if (options.top_k > 0 && options.top_k < ranked.size()) ranked.resize(options.top_k);
     if (options.temperature <= 0) return ranked.front().second;
@@ -228,7 +233,8 @@ std::int32_t draw(std::span<const double> logits, const SampleOptions& options, 
 
 }  // namespace
 
-std::vector<std::int32_t> sample_tokens(GPT& model, std::span<const std::int32_t> prompt, const SampleOptions& options) {
+std::vector<std::int32_t> sample_tokens(GPT& model, std::span<const std::int32_t> prompt,
+                                        const SampleOptions& options) {
     if (prompt.empty()) throw Error("sample_tokens: the prompt is empty");
     const Device device = model.device();
     const std::size_t context = model.config().context;
@@ -256,7 +262,8 @@ std::vector<std::int32_t> sample_tokens(GPT& model, std::span<const std::int32_t
         if (past == context) {
             prefill(std::max<std::size_t>(context / 2, 1));
         } else {
-            logits = model.decode(device.upload({1, 1}, std::span<const std::int32_t>(&next, 1)), caches, past);
+            logits =
+                model.decode(device.upload({1, 1}, std::span<const std::int32_t>(&next, 1)), caches, past);
             ++past;
         }
     }

@@ -23,7 +23,8 @@ std::unique_ptr<Module> make_norm(const Device& device, const GPTConfig& config,
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
-    return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+    return text.size() >= suffix.size() &&
+           text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -59,7 +60,8 @@ GPT::GPT(const Device& device, const GPTConfig& config, std::optional<DType> dty
 }
 
 void GPT::init_weights(std::uint64_t seed) {
-    const double residual = 0.02 / std::sqrt(2.0 * static_cast<double>(std::max<std::size_t>(config_.layers, 1)));
+    const double residual =
+        0.02 / std::sqrt(2.0 * static_cast<double>(std::max<std::size_t>(config_.layers, 1)));
     for (const NamedParameter& p : parameters()) {
         const Tensor& value = p.parameter->value;
         const bool norm = p.name.find("ln_") != std::string::npos;
@@ -92,7 +94,8 @@ Tensor GPT::position_ids(std::size_t batch, std::size_t time, std::size_t past) 
 
 Tensor GPT::forward(const Tensor& ids) {
     if (!ids.defined() || ids.rank() != 2 || ids.dtype() != DType::i32) {
-        throw Error("GPT: ids: expected i32 [batch][time], got " + (ids.defined() ? ids.describe() : "undefined"));
+        throw Error("GPT: ids: expected i32 [batch][time], got " +
+                    (ids.defined() ? ids.describe() : "undefined"));
     }
     const std::size_t b = ids.dim(0), t = ids.dim(1);
     if (t > config_.context) {
@@ -136,7 +139,8 @@ Tensor GPT::decode(const Tensor& ids, std::vector<KvCache>& caches, std::size_t 
     if (!ids.defined() || ids.rank() != 2 || ids.dtype() != DType::i32) {
         throw Error("GPT::decode: ids: expected i32 [batch][time]");
     }
-    if (caches.size() != blocks_.size()) throw ShapeError("GPT::decode", "caches", blocks_.size(), caches.size());
+    if (caches.size() != blocks_.size())
+        throw ShapeError("GPT::decode", "caches", blocks_.size(), caches.size());
     const std::size_t b = ids.dim(0), t = ids.dim(1);
     if (past + t > config_.context) {
         throw Error("GPT::decode: positions up to " + std::to_string(past + t) + " exceed the context of " +
@@ -186,7 +190,8 @@ std::vector<std::pair<std::string, std::string>> gpt_config_metadata(const GPTCo
 GPTConfig gpt_config_from_metadata(const std::map<std::string, std::string>& metadata) {
     const auto text = [&](const std::string& key) -> const std::string& {
         const auto it = metadata.find(key);
-        if (it == metadata.end()) throw Error("gpt_config_from_metadata: '" + key + "' missing (not a GPT checkpoint?)");
+        if (it == metadata.end())
+            throw Error("gpt_config_from_metadata: '" + key + "' missing (not a GPT checkpoint?)");
         return it->second;
     };
     const auto count = [&](const std::string& key) -> std::size_t {

@@ -17,7 +17,9 @@ std::uint64_t next_stream() {
     return counter.fetch_add(1);
 }
 
-DType pick(const Device& device, std::optional<DType> dtype) { return dtype.value_or(device.accumulate_dtype()); }
+DType pick(const Device& device, std::optional<DType> dtype) {
+    return dtype.value_or(device.accumulate_dtype());
+}
 
 // x [..., n] as [rows][n]; throws naming the layer when the last extent is not n.
 Tensor as_rows(const char* layer, const Tensor& x, std::size_t n) {
@@ -60,7 +62,8 @@ Linear::Linear(const Device& device, std::size_t in_features, std::size_t out_fe
 }
 
 Linear::Linear(Parameter& shared, bool bias) : weight_(&shared), has_bias_(bias) {
-    if (shared.value.rank() != 2) throw Error("Linear: shared weight: " + shared.value.describe() + " is not 2-D");
+    if (shared.value.rank() != 2)
+        throw Error("Linear: shared weight: " + shared.value.describe() + " is not 2-D");
     out_ = shared.value.dim(0);
     in_ = shared.value.dim(1);
     register_parameter("weight", shared);
@@ -116,7 +119,8 @@ Tensor Embedding::backward(const Tensor& dout) {
 
 // ---- LayerNorm, RMSNorm ---------------------------------------------------------------------
 
-LayerNorm::LayerNorm(const Device& device, std::size_t features, bool bias, double eps, std::optional<DType> dtype)
+LayerNorm::LayerNorm(const Device& device, std::size_t features, bool bias, double eps,
+                     std::optional<DType> dtype)
     : has_bias_(bias), eps_(eps) {
     weight_ = make_parameter(device, {features}, pick(device, dtype));
     fill(weight_.value, 1);
@@ -146,7 +150,8 @@ Tensor LayerNorm::backward(const Tensor& dy) {
     return dx.reshape(dy.shape());
 }
 
-RMSNorm::RMSNorm(const Device& device, std::size_t features, double eps, std::optional<DType> dtype) : eps_(eps) {
+RMSNorm::RMSNorm(const Device& device, std::size_t features, double eps, std::optional<DType> dtype)
+    : eps_(eps) {
     weight_ = make_parameter(device, {features}, pick(device, dtype));
     fill(weight_.value, 1);
     register_parameter("weight", weight_);
@@ -171,7 +176,8 @@ Tensor RMSNorm::backward(const Tensor& dy) {
 
 // ---- activations ----------------------------------------------------------------------------
 
-Activation::Activation(Tape tape, std::vector<double> params) : tape_(std::move(tape)), params_(std::move(params)) {
+Activation::Activation(Tape tape, std::vector<double> params)
+    : tape_(std::move(tape)), params_(std::move(params)) {
     if (tape_.input_count() != 1 || tape_.output_count() != 1) {
         throw Error("Activation: tape has " + std::to_string(tape_.input_count()) + " inputs and " +
                     std::to_string(tape_.output_count()) + " outputs, expected 1 and 1");
@@ -199,7 +205,8 @@ Tensor Activation::backward(const Tensor& dy) {
 }
 
 const Tape& relu_tape() {
-    static const Tape tape = record(1, [](std::span<const Var> x) { return select(x[0] > 0.0, x[0], Var(0.0)); });
+    static const Tape tape =
+        record(1, [](std::span<const Var> x) { return select(x[0] > 0.0, x[0], Var(0.0)); });
     return tape;
 }
 
@@ -295,7 +302,8 @@ CausalSelfAttention::CausalSelfAttention(const Device& device, std::size_t dim, 
                                          std::size_t kv_heads, bool bias, std::optional<DType> dtype)
     : device_(device), heads_(heads), kv_heads_(kv_heads), head_dim_(heads == 0 ? 0 : dim / heads),
       q_(device, dim, heads_ * head_dim_, bias, dtype), k_(device, dim, kv_heads_ * head_dim_, bias, dtype),
-      v_(device, dim, kv_heads_ * head_dim_, bias, dtype), proj_(device, heads_ * head_dim_, dim, bias, dtype) {
+      v_(device, dim, kv_heads_ * head_dim_, bias, dtype),
+      proj_(device, heads_ * head_dim_, dim, bias, dtype) {
     if (heads == 0 || kv_heads == 0 || dim % heads != 0 || heads % kv_heads != 0) {
         throw Error("CausalSelfAttention: dim " + std::to_string(dim) + ", heads " + std::to_string(heads) +
                     ", kv_heads " + std::to_string(kv_heads) +
@@ -343,7 +351,8 @@ KvCache CausalSelfAttention::make_cache(std::size_t batch, std::size_t positions
 }
 
 Tensor CausalSelfAttention::decode(const Tensor& x, KvCache& cache, std::size_t past) {
-    if (!x.defined() || x.rank() != 3) throw Error("CausalSelfAttention::decode: x: expected [batch][time][dim]");
+    if (!x.defined() || x.rank() != 3)
+        throw Error("CausalSelfAttention::decode: x: expected [batch][time][dim]");
     const std::size_t b = x.dim(0), t = x.dim(1);
     if (!cache.k.defined() || cache.k.rank() != 4 || cache.k.dim(0) != b) {
         throw Error("CausalSelfAttention::decode: cache: not made for batch " + std::to_string(b));
@@ -360,7 +369,8 @@ Tensor CausalSelfAttention::decode(const Tensor& x, KvCache& cache, std::size_t 
     // written once, so embedding_backward's scatter-add stores them exactly.
     std::vector<std::int32_t> rows(b * t);
     for (std::size_t i = 0; i < b; ++i) {
-        for (std::size_t j = 0; j < t; ++j) rows[i * t + j] = static_cast<std::int32_t>(i * positions + past + j);
+        for (std::size_t j = 0; j < t; ++j)
+            rows[i * t + j] = static_cast<std::int32_t>(i * positions + past + j);
     }
     const Tensor ids = device_.upload({b * t}, std::span<const std::int32_t>(rows));
     embedding_backward(ids, k, cache.k.reshape({b * positions, kv_heads_ * head_dim_}));
@@ -373,17 +383,18 @@ Tensor CausalSelfAttention::decode(const Tensor& x, KvCache& cache, std::size_t 
 // ---- TransformerBlock -----------------------------------------------------------------------
 
 namespace {
-std::unique_ptr<Module> make_norm(const Device& device, const BlockConfig& config, std::optional<DType> dtype) {
+std::unique_ptr<Module> make_norm(const Device& device, const BlockConfig& config,
+                                  std::optional<DType> dtype) {
     if (config.rms_norm) return std::make_unique<RMSNorm>(device, config.dim, 1e-6, dtype);
     return std::make_unique<LayerNorm>(device, config.dim, config.bias, 1e-5, dtype);
 }
 }  // namespace
 
-TransformerBlock::TransformerBlock(const Device& device, const BlockConfig& config, std::optional<DType> dtype)
+TransformerBlock::TransformerBlock(const Device& device, const BlockConfig& config,
+                                   std::optional<DType> dtype)
     : ln_1_(make_norm(device, config, dtype)),
       attn_(device, config.dim, config.heads, config.kv_heads, config.bias, dtype),
-      attn_drop_(config.dropout, config.seed * 2 + 0),
-      ln_2_(make_norm(device, config, dtype)),
+      attn_drop_(config.dropout, config.seed * 2 + 0), ln_2_(make_norm(device, config, dtype)),
       mlp_(device, config.dim, config.mlp_hidden, activation_tape(config.activation), config.bias, dtype),
       mlp_drop_(config.dropout, config.seed * 2 + 1) {
     register_module("ln_1", *ln_1_);

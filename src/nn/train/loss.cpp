@@ -27,7 +27,8 @@ const Tape& difference_scaled_tape() {
 }
 
 const Tape& scale_tape() {
-    static const Tape tape = record(1, 1, [](std::span<const Var> x, std::span<const Var> p) { return x[0] * p[0]; });
+    static const Tape tape =
+        record(1, 1, [](std::span<const Var> x, std::span<const Var> p) { return x[0] * p[0]; });
     return tape;
 }
 
@@ -42,7 +43,8 @@ void scale_in_place(const Tensor& x, double factor) {
 LossOutput mse_loss(const Tensor& prediction, const Tensor& target, double grad_scale) {
     if (!prediction.defined() || !target.defined()) throw Error("mse_loss: undefined tensor");
     if (prediction.shape() != target.shape()) {
-        throw Error("mse_loss: target: " + target.describe() + " does not match prediction " + prediction.describe());
+        throw Error("mse_loss: target: " + target.describe() + " does not match prediction " +
+                    prediction.describe());
     }
     const Device device = prediction.device();
     const std::size_t n = prediction.size();
@@ -60,7 +62,8 @@ LossOutput mse_loss(const Tensor& prediction, const Tensor& target, double grad_
     return out;
 }
 
-LossOutput cross_entropy_loss(const Tensor& logits, const Tensor& targets, std::int32_t pad_id, double grad_scale) {
+LossOutput cross_entropy_loss(const Tensor& logits, const Tensor& targets, std::int32_t pad_id,
+                              double grad_scale) {
     if (!logits.defined() || !targets.defined()) throw Error("cross_entropy_loss: undefined tensor");
     if (logits.rank() == 0) throw Error("cross_entropy_loss: logits: a scalar has no classes");
     const std::size_t vocab = logits.dim(-1);
@@ -76,8 +79,8 @@ LossOutput cross_entropy_loss(const Tensor& logits, const Tensor& targets, std::
     Tensor losses = device.empty({rows}, device.accumulate_dtype());
     LossOutput out;
     out.grad = device.empty(logits.shape(), logits.dtype());
-    cross_entropy(logits.reshape({rows, vocab}), targets.reshape({rows}), losses, out.grad.reshape({rows, vocab}),
-                  pad_id, grad_scale * mean);
+    cross_entropy(logits.reshape({rows, vocab}), targets.reshape({rows}), losses,
+                  out.grad.reshape({rows, vocab}), pad_id, grad_scale * mean);
     out.loss = device.empty({1}, device.accumulate_dtype());
     reduce_sum(losses, out.loss, 0);
     scale_in_place(out.loss, mean);

@@ -83,8 +83,8 @@ template <class Value> std::vector<double> counter_values(std::size_t n, Value v
         for (std::size_t i = begin; i < end; ++i) values[i] = value(i);
     };
     constexpr std::size_t per_thread = std::size_t{1} << 18;
-    const std::size_t threads =
-        std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), (n + per_thread - 1) / per_thread);
+    const std::size_t threads = std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()),
+                                                      (n + per_thread - 1) / per_thread);
     if (threads <= 1) {
         fill_range(0, n);
         return values;
@@ -101,9 +101,8 @@ template <class Value> std::vector<double> counter_values(std::size_t n, Value v
 }  // namespace
 
 void init_normal(const Tensor& x, double mean, double stddev, std::uint64_t seed, std::uint64_t stream) {
-    x.assign(counter_values(x.size(), [&](std::size_t i) {
-        return mean + stddev * detail::counter_normal(seed, stream, i);
-    }));
+    x.assign(counter_values(
+        x.size(), [&](std::size_t i) { return mean + stddev * detail::counter_normal(seed, stream, i); }));
 }
 
 void init_uniform(const Tensor& x, double low, double high, std::uint64_t seed, std::uint64_t stream) {

@@ -61,7 +61,8 @@ void Optimizer::step(double grad_scale) {
         if (grad.dtype() != parameter.value.dtype()) {
             // Mixed precision: the update runs in the master's dtype on a converted copy.
             if (!master_grads_[i].defined() || master_grads_[i].dtype() != parameter.value.dtype()) {
-                master_grads_[i] = parameter.value.device().empty(parameter.value.shape(), parameter.value.dtype());
+                master_grads_[i] =
+                    parameter.value.device().empty(parameter.value.shape(), parameter.value.dtype());
             }
             copy(grad, master_grads_[i]);
             grad = master_grads_[i];
@@ -93,7 +94,8 @@ void SGD::update(std::size_t index, Parameter& parameter, const Tensor& grad, do
 
 std::vector<std::pair<std::string, Tensor>> SGD::state() const {
     std::vector<std::pair<std::string, Tensor>> out;
-    for (std::size_t i = 0; i < parameters_.size(); ++i) out.emplace_back(parameters_[i].name + ".momentum", momentum_[i]);
+    for (std::size_t i = 0; i < parameters_.size(); ++i)
+        out.emplace_back(parameters_[i].name + ".momentum", momentum_[i]);
     return out;
 }
 
@@ -116,8 +118,8 @@ void Adam::update(std::size_t index, Parameter& parameter, const Tensor& grad, d
     const double decoupled = decoupled_ && decays ? options_.weight_decay : 0.0;
     const Tensor inputs[] = {parameter.value, grad, exp_avg_[index], exp_avg_sq_[index]};
     const Tensor outputs[] = {parameter.value, exp_avg_[index], exp_avg_sq_[index]};
-    const double params[] = {lr_, options_.beta1, options_.beta2, options_.eps, l2, decoupled,
-                             correction1, correction2, grad_scale};
+    const double params[] = {lr_,       options_.beta1, options_.beta2, options_.eps, l2,
+                             decoupled, correction1,    correction2,    grad_scale};
     elementwise(adam_tape(), inputs, outputs, params);
 }
 
@@ -133,7 +135,8 @@ std::vector<std::pair<std::string, Tensor>> Adam::state() const {
 double CosineSchedule::at(std::size_t step) const {
     if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup + 1);
     if (step >= total) return min_lr;
-    const double progress = static_cast<double>(step - warmup) / static_cast<double>(std::max<std::size_t>(total - warmup, 1));
+    const double progress =
+        static_cast<double>(step - warmup) / static_cast<double>(std::max<std::size_t>(total - warmup, 1));
     const double coefficient = 0.5 * (1.0 + std::cos(std::numbers::pi * progress));
     return min_lr + coefficient * (lr - min_lr);
 }
@@ -148,7 +151,9 @@ double grad_norm_squared(const std::vector<NamedParameter>& parameters) {
     return out.to_double()[0];
 }
 
-double grad_norm(const std::vector<NamedParameter>& parameters) { return std::sqrt(grad_norm_squared(parameters)); }
+double grad_norm(const std::vector<NamedParameter>& parameters) {
+    return std::sqrt(grad_norm_squared(parameters));
+}
 
 double clip_factor(double norm, double max_norm) {
     if (!(max_norm > 0) || !std::isfinite(norm)) return 1.0;
@@ -171,7 +176,8 @@ bool LossScaler::update(bool finite) {
 
 void enable_mixed_precision(const std::vector<NamedParameter>& parameters, DType compute) {
     if (compute != DType::f16 && compute != DType::bf16) {
-        throw Error("enable_mixed_precision: compute: " + std::string(dtype_name(compute)) + " is not f16 or bf16");
+        throw Error("enable_mixed_precision: compute: " + std::string(dtype_name(compute)) +
+                    " is not f16 or bf16");
     }
     for (const NamedParameter& p : parameters) {
         Parameter& parameter = *p.parameter;

@@ -100,10 +100,10 @@ struct CompilePlan {
     /// The driver found the pipeline in its pipeline cache by the shader module's identifier
     /// (VK_EXT_shader_module_identifier, where offered): no SPIR-V read or passed.
     bool pipeline_from_identifier = false;
-    double spirv_load_s = 0;  // hashing the tape and looking its kernel up in memory and on disk
-    double generate_s = 0;    // generating the GLSL (a cache miss)
-    double glslang_s = 0;     // GLSL to SPIR-V (a cache miss)
-    double pipeline_s = 0;    // the pipeline: all of the next three, and bookkeeping
+    double spirv_load_s = 0;       // hashing the tape and looking its kernel up in memory and on disk
+    double generate_s = 0;         // generating the GLSL (a cache miss)
+    double glslang_s = 0;          // GLSL to SPIR-V (a cache miss)
+    double pipeline_s = 0;         // the pipeline: all of the next three, and bookkeeping
     double pipeline_cache_s = 0;   // the kernel's pipeline cache from disk into the driver
     double pipeline_create_s = 0;  // the driver's vkCreateShaderModule and vkCreateComputePipelines
     double pipeline_store_s = 0;   // the driver's compiled code to the disk cache (newly compiled)

@@ -22,7 +22,8 @@ struct AttentionShape {
 };
 
 std::string as(const AttentionShape& s) {
-    std::string label = text("B", s.batch, " T", s.t, " Hq", s.hq, " Hkv", s.hkv, " D", s.d, s.causal ? " causal" : " full");
+    std::string label =
+        text("B", s.batch, " T", s.t, " Hq", s.hq, " Hkv", s.hkv, " D", s.d, s.causal ? " causal" : " full");
     if (s.scale != 0) label += text(" scale ", s.scale);
     return label;
 }
@@ -34,7 +35,8 @@ struct HostAttention {
 };
 
 HostAttention host_attention(const AttentionShape& s, std::size_t tq, std::size_t tk, std::size_t past,
-                             const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                             const std::vector<double>& q, const std::vector<double>& k,
+                             const std::vector<double>& v,
                              std::size_t k_rows) {  // k_rows: positions per batch in k/v's storage
     const double scale = s.scale != 0 ? s.scale : 1 / std::sqrt(static_cast<double>(s.d));
     const std::size_t group = s.hq / s.hkv;
@@ -71,7 +73,8 @@ HostAttention host_attention(const AttentionShape& s, std::size_t tq, std::size_
                     const double pj = std::exp(scores[j] - h.lse[row]);
                     h.p[row * tk + j] = pj;
                     const double* vj = &v[((b * k_rows + j) * s.hkv + kv) * s.d];
-                    for (std::size_t e = 0; e < s.d; ++e) h.out[((b * tq + i) * s.hq + hh) * s.d + e] += pj * vj[e];
+                    for (std::size_t e = 0; e < s.d; ++e)
+                        h.out[((b * tq + i) * s.hq + hh) * s.d + e] += pj * vj[e];
                 }
             }
     return h;
@@ -94,7 +97,8 @@ std::vector<double> out_scale(const AttentionShape& s, std::size_t tq, std::size
                     double big = 0;
                     for (std::size_t j = 0; j < tk; ++j)
                         if (h.p[row * tk + j] > 0)
-                            big = std::max(big, std::fabs(v[((b * k_rows + j) * s.hkv + hh / group) * s.d + e]));
+                            big = std::max(big,
+                                           std::fabs(v[((b * k_rows + j) * s.hkv + hh / group) * s.d + e]));
                     scale[((b * tq + i) * s.hq + hh) * s.d + e] = (1 + h.row_abs[row]) * big;
                 }
             }
@@ -103,11 +107,17 @@ std::vector<double> out_scale(const AttentionShape& s, std::size_t tq, std::size
 
 std::vector<AttentionShape> shapes(bool sweep) {
     std::vector<AttentionShape> list = {
-        {2, 7, 2, 2, 8, true, 0},   {1, 16, 6, 3, 16, true, 0}, {2, 9, 6, 1, 8, false, 0.3},
-        {1, 65, 2, 1, 64, true, 0}, {1, 33, 4, 2, 63, false, 0}, {1, 0, 2, 1, 8, true, 0},
-        {0, 5, 2, 1, 8, true, 0},   {1, 1, 1, 1, 1, true, 0},
+        {2, 7, 2, 2, 8, true, 0},
+        {1, 16, 6, 3, 16, true, 0},
+        {2, 9, 6, 1, 8, false, 0.3},
+        {1, 65, 2, 1, 64, true, 0},
+        {1, 33, 4, 2, 63, false, 0},
+        {1, 0, 2, 1, 8, true, 0},
+        {0, 5, 2, 1, 8, true, 0},
+        {1, 1, 1, 1, 1, true, 0},
         // head_dim 32 and 48, T past one 32-key tile: the tensor-core kernels' shapes (f16, H100)
-        {2, 40, 4, 2, 32, false, 0}, {1, 37, 6, 1, 48, true, 0}};
+        {2, 40, 4, 2, 32, false, 0},
+        {1, 37, 6, 1, 48, true, 0}};
     if (sweep) {
         for (const std::size_t t : {63, 64, 127, 129, 384, 385})
             for (const std::size_t d : {16, 64}) list.push_back({1, t, 6, 2, d, true, 0});
@@ -119,26 +129,27 @@ std::vector<AttentionShape> shapes(bool sweep) {
 
 void add_forward(std::vector<Case>& cases, bool sweep) {
     for (const AttentionShape s : shapes(sweep)) {
-        cases.push_back({KernelId::attention, as(s), [s](Context& c) {
-                             const auto q = c.random(s.batch * s.t * s.hq * s.d, -1.5, 1.5);
-                             const auto k = c.random(s.batch * s.t * s.hkv * s.d, -1.5, 1.5);
-                             const auto v = c.random(s.batch * s.t * s.hkv * s.d);
-                             const Tensor out = c.empty({s.batch, s.t, s.hq, s.d});
-                             const Tensor lse = c.empty_stats({s.batch, s.hq, s.t});
-                             attention(c.upload({s.batch, s.t, s.hq, s.d}, q), c.upload({s.batch, s.t, s.hkv, s.d}, k),
-                                       c.upload({s.batch, s.t, s.hkv, s.d}, v), out, lse, {s.scale, s.causal});
-                             std::vector<Output> outs = {c.output("out", out), c.output("lse", lse)};
-                             if (c.is_reference()) {
-                                 const HostAttention h = host_attention(s, s.t, s.t, 0, q, k, v, s.t);
-                                 outs[0].scale = out_scale(s, s.t, s.t, h, v, s.t);
-                                 for (const double a : h.row_abs) outs[1].scale.push_back(1 + a);
-                             }
-                             for (Output& o : outs) {
-                                 o.depth = depth_of(s, s.t);
-                                 o.store_roundings = 2;
-                             }
-                             return outs;
-                         }});
+        cases.push_back(
+            {KernelId::attention, as(s), [s](Context& c) {
+                 const auto q = c.random(s.batch * s.t * s.hq * s.d, -1.5, 1.5);
+                 const auto k = c.random(s.batch * s.t * s.hkv * s.d, -1.5, 1.5);
+                 const auto v = c.random(s.batch * s.t * s.hkv * s.d);
+                 const Tensor out = c.empty({s.batch, s.t, s.hq, s.d});
+                 const Tensor lse = c.empty_stats({s.batch, s.hq, s.t});
+                 attention(c.upload({s.batch, s.t, s.hq, s.d}, q), c.upload({s.batch, s.t, s.hkv, s.d}, k),
+                           c.upload({s.batch, s.t, s.hkv, s.d}, v), out, lse, {s.scale, s.causal});
+                 std::vector<Output> outs = {c.output("out", out), c.output("lse", lse)};
+                 if (c.is_reference()) {
+                     const HostAttention h = host_attention(s, s.t, s.t, 0, q, k, v, s.t);
+                     outs[0].scale = out_scale(s, s.t, s.t, h, v, s.t);
+                     for (const double a : h.row_abs) outs[1].scale.push_back(1 + a);
+                 }
+                 for (Output& o : outs) {
+                     o.depth = depth_of(s, s.t);
+                     o.store_roundings = 2;
+                 }
+                 return outs;
+             }});
     }
     // kv_attention: decoding (Tq 1) and prefill, with positions past the valid ones holding
     // large values that a correct kernel never reads.
@@ -146,38 +157,39 @@ void add_forward(std::vector<Case>& cases, bool sweep) {
         AttentionShape s;
         std::size_t tq, past, tmax;
     };
-    std::vector<KvShape> kv = {{{2, 0, 6, 2, 8, true, 0}, 1, 5, 9},     {{1, 0, 2, 1, 64, true, 0}, 1, 0, 4},
-                               {{1, 0, 6, 6, 16, true, 0}, 7, 3, 16},   {{2, 0, 4, 1, 8, false, 0}, 5, 2, 7},
-                               {{1, 0, 6, 1, 63, true, 0.2}, 16, 0, 16}, {{0, 0, 2, 1, 8, true, 0}, 1, 0, 4},
-                               {{1, 0, 4, 2, 32, true, 0}, 40, 8, 64},  {{1, 0, 2, 2, 16, false, 0}, 33, 5, 48}};
+    std::vector<KvShape> kv = {
+        {{2, 0, 6, 2, 8, true, 0}, 1, 5, 9},      {{1, 0, 2, 1, 64, true, 0}, 1, 0, 4},
+        {{1, 0, 6, 6, 16, true, 0}, 7, 3, 16},    {{2, 0, 4, 1, 8, false, 0}, 5, 2, 7},
+        {{1, 0, 6, 1, 63, true, 0.2}, 16, 0, 16}, {{0, 0, 2, 1, 8, true, 0}, 1, 0, 4},
+        {{1, 0, 4, 2, 32, true, 0}, 40, 8, 64},   {{1, 0, 2, 2, 16, false, 0}, 33, 5, 48}};
     if (sweep) kv.push_back({{2, 0, 6, 2, 64, true, 0}, 1, 384, 512});
     for (const KvShape& entry : kv) {
         const AttentionShape s = entry.s;
         const std::size_t tq = entry.tq, past = entry.past, tmax = entry.tmax;
-        cases.push_back({KernelId::kv_attention,
-                         text(as(s), " Tq", tq, " past ", past, " Tmax ", tmax),
-                         [s, tq, past, tmax](Context& c) {
-                             const auto q = c.random(s.batch * tq * s.hq * s.d, -1.5, 1.5);
-                             auto k = c.random(s.batch * tmax * s.hkv * s.d, -1.5, 1.5);
-                             auto v = c.random(s.batch * tmax * s.hkv * s.d);
-                             for (std::size_t b = 0; b < s.batch; ++b)
-                                 for (std::size_t pos = past + tq; pos < tmax; ++pos)
-                                     for (std::size_t e = 0; e < s.hkv * s.d; ++e) {
-                                         k[(b * tmax + pos) * s.hkv * s.d + e] = 100;
-                                         v[(b * tmax + pos) * s.hkv * s.d + e] = 1000;
-                                     }
-                             const Tensor out = c.empty({s.batch, tq, s.hq, s.d});
-                             kv_attention(c.upload({s.batch, tq, s.hq, s.d}, q), c.upload({s.batch, tmax, s.hkv, s.d}, k),
-                                          c.upload({s.batch, tmax, s.hkv, s.d}, v), out, past, {s.scale, s.causal});
-                             Output result = c.output("out", out);
-                             if (c.is_reference()) {
-                                 const HostAttention h = host_attention(s, tq, past + tq, past, q, k, v, tmax);
-                                 result.scale = out_scale(s, tq, past + tq, h, v, tmax);
-                             }
-                             result.depth = depth_of(s, past + tq);
-                             result.store_roundings = 2;
-                             return std::vector<Output>{result};
-                         }});
+        cases.push_back(
+            {KernelId::kv_attention, text(as(s), " Tq", tq, " past ", past, " Tmax ", tmax),
+             [s, tq, past, tmax](Context& c) {
+                 const auto q = c.random(s.batch * tq * s.hq * s.d, -1.5, 1.5);
+                 auto k = c.random(s.batch * tmax * s.hkv * s.d, -1.5, 1.5);
+                 auto v = c.random(s.batch * tmax * s.hkv * s.d);
+                 for (std::size_t b = 0; b < s.batch; ++b)
+                     for (std::size_t pos = past + tq; pos < tmax; ++pos)
+                         for (std::size_t e = 0; e < s.hkv * s.d; ++e) {
+                             k[(b * tmax + pos) * s.hkv * s.d + e] = 100;
+                             v[(b * tmax + pos) * s.hkv * s.d + e] = 1000;
+                         }
+                 const Tensor out = c.empty({s.batch, tq, s.hq, s.d});
+                 kv_attention(c.upload({s.batch, tq, s.hq, s.d}, q), c.upload({s.batch, tmax, s.hkv, s.d}, k),
+                              c.upload({s.batch, tmax, s.hkv, s.d}, v), out, past, {s.scale, s.causal});
+                 Output result = c.output("out", out);
+                 if (c.is_reference()) {
+                     const HostAttention h = host_attention(s, tq, past + tq, past, q, k, v, tmax);
+                     result.scale = out_scale(s, tq, past + tq, h, v, tmax);
+                 }
+                 result.depth = depth_of(s, past + tq);
+                 result.store_roundings = 2;
+                 return std::vector<Output>{result};
+             }});
     }
 }
 
@@ -185,67 +197,74 @@ void add_backward(std::vector<Case>& cases, bool sweep) {
     for (const AttentionShape s : shapes(sweep)) {
         if (s.t > 256) continue;
         for (const int variant : {0, 1}) {  // 0: dq, dk, dv; 1: dq skipped
-            cases.push_back({KernelId::attention_backward, as(s) + (variant == 1 ? " no dq" : ""), [s, variant](Context& c) {
-                                 const std::size_t nq = s.batch * s.t * s.hq * s.d, nk = s.batch * s.t * s.hkv * s.d;
-                                 const auto q = c.random(nq, -1.5, 1.5);
-                                 const auto k = c.random(nk, -1.5, 1.5);
-                                 const auto v = c.random(nk);
-                                 const auto dout = c.random(nq);
-                                 const auto dq0 = c.random(nq), dk0 = c.random(nk), dv0 = c.random(nk);
-                                 HostAttention h = host_attention(s, s.t, s.t, 0, q, k, v, s.t);
-                                 std::vector<double> out_rounded(h.out.size());
-                                 for (std::size_t i = 0; i < h.out.size(); ++i) out_rounded[i] = round_to(c.tested(), h.out[i]);
-                                 const Shape qs = {s.batch, s.t, s.hq, s.d}, ks = {s.batch, s.t, s.hkv, s.d};
-                                 const Tensor dq = variant == 1 ? Tensor() : c.upload(qs, dq0);
-                                 const Tensor dk = c.upload(ks, dk0), dv = c.upload(ks, dv0);
-                                 attention_backward(c.upload(qs, q), c.upload(ks, k), c.upload(ks, v), c.upload(qs, out_rounded),
-                                                    c.upload_stats({s.batch, s.hq, s.t}, h.lse), c.upload(qs, dout), dq, dk,
-                                                    dv, {s.scale, s.causal});
-                                 std::vector<Output> outs;
-                                 if (dq) outs.push_back(c.output("dq", dq));
-                                 outs.push_back(c.output("dk", dk));
-                                 outs.push_back(c.output("dv", dv));
-                                 if (c.is_reference()) {
-                                     // |ds_ij| <= p_ij (|dout_i|.|v_j| + |dout_i|.|out_i|) (1 + row_abs_i).
-                                     const double scale = s.scale != 0 ? s.scale : 1 / std::sqrt(static_cast<double>(s.d));
-                                     const std::size_t group = s.hq / s.hkv;
-                                     std::vector<double> sq(dq0.size()), sk(dk0.size()), sv(dv0.size());
-                                     for (std::size_t i = 0; i < sq.size(); ++i) sq[i] = std::fabs(dq0[i]);
-                                     for (std::size_t i = 0; i < sk.size(); ++i) sk[i] = std::fabs(dk0[i]);
-                                     for (std::size_t i = 0; i < sv.size(); ++i) sv[i] = std::fabs(dv0[i]);
-                                     for (std::size_t b = 0; b < s.batch; ++b)
-                                         for (std::size_t hh = 0; hh < s.hq; ++hh)
-                                             for (std::size_t i = 0; i < s.t; ++i) {
-                                                 const std::size_t row = (b * s.hq + hh) * s.t + i;
-                                                 const std::size_t qi = ((b * s.t + i) * s.hq + hh) * s.d;
-                                                 double d_out = 0;
-                                                 for (std::size_t e = 0; e < s.d; ++e)
-                                                     d_out += std::fabs(dout[qi + e] * out_rounded[qi + e]);
-                                                 for (std::size_t j = 0; j < s.t; ++j) {
-                                                     const double p = h.p[row * s.t + j];
-                                                     if (p == 0) continue;
-                                                     const std::size_t kj = ((b * s.t + j) * s.hkv + hh / group) * s.d;
-                                                     double dp = 0;
-                                                     for (std::size_t e = 0; e < s.d; ++e) dp += std::fabs(dout[qi + e] * v[kj + e]);
-                                                     const double ds = p * (dp + d_out) * (1 + h.row_abs[row]) * scale;
-                                                     for (std::size_t e = 0; e < s.d; ++e) {
-                                                         sq[qi + e] += ds * std::fabs(k[kj + e]);
-                                                         sk[kj + e] += ds * std::fabs(q[qi + e]);
-                                                         sv[kj + e] += p * (1 + h.row_abs[row]) * std::fabs(dout[qi + e]);
-                                                     }
-                                                 }
-                                             }
-                                     std::size_t at = 0;
-                                     if (variant == 0) outs[at++].scale = sq;
-                                     outs[at++].scale = sk;
-                                     outs[at].scale = sv;
+            cases.push_back(
+                {KernelId::attention_backward, as(s) + (variant == 1 ? " no dq" : ""),
+                 [s, variant](Context& c) {
+                     const std::size_t nq = s.batch * s.t * s.hq * s.d, nk = s.batch * s.t * s.hkv * s.d;
+                     const auto q = c.random(nq, -1.5, 1.5);
+                     const auto k = c.random(nk, -1.5, 1.5);
+                     const auto v = c.random(nk);
+                     const auto dout = c.random(nq);
+                     const auto dq0 = c.random(nq), dk0 = c.random(nk), dv0 = c.random(nk);
+                     HostAttention h = host_attention(s, s.t, s.t, 0, q, k, v, s.t);
+                     std::vector<double> out_rounded(h.out.size());
+                     for (std::size_t i = 0; i < h.out.size(); ++i)
+                         out_rounded[i] = round_to(c.tested(), h.out[i]);
+                     const Shape qs = {s.batch, s.t, s.hq, s.d}, ks = {s.batch, s.t, s.hkv, s.d};
+                     const Tensor dq = variant == 1 ? Tensor() : c.upload(qs, dq0);
+                     const Tensor dk = c.upload(ks, dk0), dv = c.upload(ks, dv0);
+                     attention_backward(c.upload(qs, q), c.upload(ks, k), c.upload(ks, v),
+                                        c.upload(qs, out_rounded),
+                                        c.upload_stats({s.batch, s.hq, s.t}, h.lse), c.upload(qs, dout), dq,
+                                        dk, dv, {s.scale, s.causal});
+                     std::vector<Output> outs;
+                     if (dq) outs.push_back(c.output("dq", dq));
+                     outs.push_back(c.output("dk", dk));
+                     outs.push_back(c.output("dv", dv));
+                     if (c.is_reference()) {
+                         // |ds_ij| <= p_ij (|dout_i|.|v_j| + |dout_i|.|out_i|) (1 + row_abs_i).
+                         const double scale =
+                             s.scale != 0 ? s.scale : 1 / std::sqrt(static_cast<double>(s.d));
+                         const std::size_t group = s.hq / s.hkv;
+                         std::vector<double> sq(dq0.size()), sk(dk0.size()), sv(dv0.size());
+                         for (std::size_t i = 0; i < sq.size(); ++i) sq[i] = std::fabs(dq0[i]);
+                         for (std::size_t i = 0; i < sk.size(); ++i) sk[i] = std::fabs(dk0[i]);
+                         for (std::size_t i = 0; i < sv.size(); ++i) sv[i] = std::fabs(dv0[i]);
+                         for (std::size_t b = 0; b < s.batch; ++b)
+                             for (std::size_t hh = 0; hh < s.hq; ++hh)
+                                 for (std::size_t i = 0; i < s.t; ++i) {
+                                     const std::size_t row = (b * s.hq + hh) * s.t + i;
+                                     const std::size_t qi = ((b * s.t + i) * s.hq + hh) * s.d;
+                                     double d_out = 0;
+                                     for (std::size_t e = 0; e < s.d; ++e)
+                                         d_out += std::fabs(dout[qi + e] * out_rounded[qi + e]);
+                                     for (std::size_t j = 0; j < s.t; ++j) {
+                                         const double p = h.p[row * s.t + j];
+                                         if (p == 0) continue;
+                                         const std::size_t kj = ((b * s.t + j) * s.hkv + hh / group) * s.d;
+                                         double dp = 0;
+                                         for (std::size_t e = 0; e < s.d; ++e)
+                                             dp += std::fabs(dout[qi + e] * v[kj + e]);
+                                         const double ds = p * (dp + d_out) * (1 + h.row_abs[row]) * scale;
+                                         for (std::size_t e = 0; e < s.d; ++e) {
+                                             sq[qi + e] += ds * std::fabs(k[kj + e]);
+                                             sk[kj + e] += ds * std::fabs(q[qi + e]);
+                                             sv[kj + e] += p * (1 + h.row_abs[row]) * std::fabs(dout[qi + e]);
+                                         }
+                                     }
                                  }
-                                 for (Output& o : outs) {
-                                     o.depth = depth_of(s, s.t) + static_cast<double>(ceil_log2(s.t + 1) + ceil_log2(s.hq + 1));
-                                     o.store_roundings = 2;
-                                 }
-                                 return outs;
-                             }});
+                         std::size_t at = 0;
+                         if (variant == 0) outs[at++].scale = sq;
+                         outs[at++].scale = sk;
+                         outs[at].scale = sv;
+                     }
+                     for (Output& o : outs) {
+                         o.depth =
+                             depth_of(s, s.t) + static_cast<double>(ceil_log2(s.t + 1) + ceil_log2(s.hq + 1));
+                         o.store_roundings = 2;
+                     }
+                     return outs;
+                 }});
         }
     }
 }

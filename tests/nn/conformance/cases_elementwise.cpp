@@ -36,24 +36,29 @@ std::vector<TapeCase> tape_cases() {
     auto mix = std::make_shared<const Tape>(tapevm::record(3, [](std::span<const V> x) {
         return std::vector<V>{x[0] * x[1] + x[2], x[0] - exp(x[1] * x[2])};
     }));
-    list.push_back({"x*row + column, x - exp(row*column)", mix, {Broadcast::full, Broadcast::row, Broadcast::column}, {}, false});
-    list.push_back({"x*scalar + x2, in place", mix, {Broadcast::full, Broadcast::scalar, Broadcast::full}, {}, true});
-    auto with_params = std::make_shared<const Tape>(
-        tapevm::record(1, 2, [](std::span<const V> x, std::span<const V> p) { return tanh(x[0]) * p[0] + p[1] * x[0]; }));
+    list.push_back({"x*row + column, x - exp(row*column)",
+                    mix,
+                    {Broadcast::full, Broadcast::row, Broadcast::column},
+                    {},
+                    false});
+    list.push_back(
+        {"x*scalar + x2, in place", mix, {Broadcast::full, Broadcast::scalar, Broadcast::full}, {}, true});
+    auto with_params = std::make_shared<const Tape>(tapevm::record(
+        1, 2, [](std::span<const V> x, std::span<const V> p) { return tanh(x[0]) * p[0] + p[1] * x[0]; }));
     list.push_back({"tanh(x) p0 + p1 x (params)", with_params, {Broadcast::full}, {0.75, -1.25}, false});
     return list;
 }
 
 Shape input_shape(Broadcast broadcast, const Shape& shape) {
     switch (broadcast) {
-    case Broadcast::full: return shape;
-    case Broadcast::scalar: return {1};
-    case Broadcast::row: return {shape.back()};
-    case Broadcast::column: {
-        Shape column = shape;
-        column.back() = 1;
-        return column;
-    }
+        case Broadcast::full: return shape;
+        case Broadcast::scalar: return {1};
+        case Broadcast::row: return {shape.back()};
+        case Broadcast::column: {
+            Shape column = shape;
+            column.back() = 1;
+            return column;
+        }
     }
     return shape;
 }
@@ -61,17 +66,17 @@ Shape input_shape(Broadcast broadcast, const Shape& shape) {
 // Index into an input of broadcast kind `b` for element e of shape [rows][n].
 std::size_t source(Broadcast b, std::size_t e, std::size_t n) {
     switch (b) {
-    case Broadcast::full: return e;
-    case Broadcast::scalar: return 0;
-    case Broadcast::row: return e % n;
-    case Broadcast::column: return e / n;
+        case Broadcast::full: return e;
+        case Broadcast::scalar: return 0;
+        case Broadcast::row: return e % n;
+        case Broadcast::column: return e / n;
     }
     return e;
 }
 
 // The tape's Jacobian at every element: [elements][outputs][inputs], and values [elements][outputs].
-void evaluate(const TapeCase& tc, const std::vector<std::vector<double>>& inputs, std::size_t elements, std::size_t n,
-              std::vector<double>& values, std::vector<double>& jacobian) {
+void evaluate(const TapeCase& tc, const std::vector<std::vector<double>>& inputs, std::size_t elements,
+              std::size_t n, std::vector<double>& values, std::vector<double>& jacobian) {
     const std::size_t ni = tc.tape->input_count();
     std::vector<double> points(elements * ni);
     for (std::size_t e = 0; e < elements; ++e)
@@ -87,40 +92,42 @@ void add_tapes(std::vector<Case>& cases, bool sweep) {
     if (sweep) shapes.insert(shapes.end(), {Shape{1000, 385}, Shape{64, 1000}, Shape{129, 1}});
     for (const TapeCase& tc : tape_cases()) {
         for (const Shape& shape : shapes) {
-            cases.push_back({KernelId::elementwise, tc.name + " " + shape_string(shape), [tc, shape](Context& c) {
-                                 const std::size_t elements = element_count(shape), n = shape.back();
-                                 std::vector<std::vector<double>> host;
-                                 std::vector<Tensor> inputs;
-                                 for (const Broadcast b : tc.inputs) {
-                                     const Shape s = input_shape(b, shape);
-                                     host.push_back(c.random(element_count(s), -2, 2));
-                                     inputs.push_back(c.upload(s, host.back()));
-                                 }
-                                 std::vector<Tensor> outputs;
-                                 for (std::size_t j = 0; j < tc.tape->output_count(); ++j)
-                                     outputs.push_back(j == 0 && tc.in_place ? inputs[0] : c.empty(shape));
-                                 elementwise(*tc.tape, inputs, outputs, tc.params);
-                                 std::vector<Output> outs;
-                                 for (std::size_t j = 0; j < outputs.size(); ++j)
-                                     outs.push_back(c.output("out" + std::to_string(j), outputs[j]));
-                                 if (c.is_reference()) {
-                                     std::vector<double> values, jacobian;
-                                     evaluate(tc, host, elements, n, values, jacobian);
-                                     const std::size_t no = outputs.size(), ni = inputs.size();
-                                     for (std::size_t j = 0; j < no; ++j) {
-                                         for (std::size_t e = 0; e < elements; ++e) {
-                                             double scale = std::fabs(values[e * no + j]);
-                                             for (std::size_t i = 0; i < ni; ++i)
-                                                 scale += std::fabs(jacobian[(e * no + j) * ni + i]) *
-                                                          std::fabs(host[i][source(tc.inputs[i], e, n)]);
-                                             outs[j].scale.push_back(scale + 1e-3);
-                                         }
-                                     }
-                                 }
-                                 for (Output& o : outs) o.depth = tc.tape->instruction_count() + 8.0;
-                                 return outs;
-                             }});
-            cases.push_back({KernelId::elementwise_backward, tc.name + " " + shape_string(shape), [tc, shape](Context& c) {
+            cases.push_back(
+                {KernelId::elementwise, tc.name + " " + shape_string(shape), [tc, shape](Context& c) {
+                     const std::size_t elements = element_count(shape), n = shape.back();
+                     std::vector<std::vector<double>> host;
+                     std::vector<Tensor> inputs;
+                     for (const Broadcast b : tc.inputs) {
+                         const Shape s = input_shape(b, shape);
+                         host.push_back(c.random(element_count(s), -2, 2));
+                         inputs.push_back(c.upload(s, host.back()));
+                     }
+                     std::vector<Tensor> outputs;
+                     for (std::size_t j = 0; j < tc.tape->output_count(); ++j)
+                         outputs.push_back(j == 0 && tc.in_place ? inputs[0] : c.empty(shape));
+                     elementwise(*tc.tape, inputs, outputs, tc.params);
+                     std::vector<Output> outs;
+                     for (std::size_t j = 0; j < outputs.size(); ++j)
+                         outs.push_back(c.output("out" + std::to_string(j), outputs[j]));
+                     if (c.is_reference()) {
+                         std::vector<double> values, jacobian;
+                         evaluate(tc, host, elements, n, values, jacobian);
+                         const std::size_t no = outputs.size(), ni = inputs.size();
+                         for (std::size_t j = 0; j < no; ++j) {
+                             for (std::size_t e = 0; e < elements; ++e) {
+                                 double scale = std::fabs(values[e * no + j]);
+                                 for (std::size_t i = 0; i < ni; ++i)
+                                     scale += std::fabs(jacobian[(e * no + j) * ni + i]) *
+                                              std::fabs(host[i][source(tc.inputs[i], e, n)]);
+                                 outs[j].scale.push_back(scale + 1e-3);
+                             }
+                         }
+                     }
+                     for (Output& o : outs) o.depth = tc.tape->instruction_count() + 8.0;
+                     return outs;
+                 }});
+            cases.push_back({KernelId::elementwise_backward, tc.name + " " + shape_string(shape),
+                             [tc, shape](Context& c) {
                                  const std::size_t elements = element_count(shape), n = shape.back();
                                  const std::size_t ni = tc.tape->input_count(), no = tc.tape->output_count();
                                  std::vector<std::vector<double>> host, init;
@@ -138,12 +145,16 @@ void add_tapes(std::vector<Case>& cases, bool sweep) {
                                  for (std::size_t i = 0; i < ni; ++i) {
                                      init.push_back(c.random(host[i].size()));
                                      // The last input's gradient of a 3-input tape is skipped (undefined).
-                                     grads.push_back(ni == 3 && i == 2 ? Tensor() : c.upload(input_shape(tc.inputs[i], shape), init[i]));
+                                     grads.push_back(
+                                         ni == 3 && i == 2
+                                             ? Tensor()
+                                             : c.upload(input_shape(tc.inputs[i], shape), init[i]));
                                  }
                                  elementwise_backward(*tc.tape, inputs, output_grads, grads, tc.params);
                                  std::vector<Output> outs;
                                  for (std::size_t i = 0; i < ni; ++i)
-                                     if (grads[i]) outs.push_back(c.output("dinput" + std::to_string(i), grads[i]));
+                                     if (grads[i])
+                                         outs.push_back(c.output("dinput" + std::to_string(i), grads[i]));
                                  if (c.is_reference()) {
                                      std::vector<double> values, jacobian;
                                      evaluate(tc, host, elements, n, values, jacobian);
@@ -151,16 +162,19 @@ void add_tapes(std::vector<Case>& cases, bool sweep) {
                                      for (std::size_t i = 0; i < ni; ++i) {
                                          if (!grads[i]) continue;
                                          std::vector<double> scale(init[i].size());
-                                         for (std::size_t k = 0; k < scale.size(); ++k) scale[k] = std::fabs(init[i][k]);
+                                         for (std::size_t k = 0; k < scale.size(); ++k)
+                                             scale[k] = std::fabs(init[i][k]);
                                          for (std::size_t e = 0; e < elements; ++e)
                                              for (std::size_t j = 0; j < no; ++j)
                                                  scale[source(tc.inputs[i], e, n)] +=
-                                                     std::fabs(og_host[j][e]) * (std::fabs(jacobian[(e * no + j) * ni + i]) + 1);
+                                                     std::fabs(og_host[j][e]) *
+                                                     (std::fabs(jacobian[(e * no + j) * ni + i]) + 1);
                                          outs[at++].scale = scale;
                                      }
                                  }
                                  for (Output& o : outs)
-                                     o.depth = 2.0 * tc.tape->instruction_count() + 8.0 + static_cast<double>(ceil_log2(elements + 1));
+                                     o.depth = 2.0 * tc.tape->instruction_count() + 8.0 +
+                                               static_cast<double>(ceil_log2(elements + 1));
                                  return outs;
                              }});
         }

@@ -24,10 +24,12 @@ struct MatmulShape {
 };
 
 std::string label(const MatmulShape& s) {
-    std::string text = std::string(s.ta ? "T" : "N") + (s.tb ? "T" : "N") + " M" + std::to_string(s.m) + " N" +
-                       std::to_string(s.n) + " K" + std::to_string(s.k);
-    const char* batching[] = {"", " batch both", " batch shared A", " batch shared B", " batch shared A and B"};
-    if (s.batching != Batching::none) text += batching[static_cast<int>(s.batching)] + std::string(" ") + std::to_string(s.batch);
+    std::string text = std::string(s.ta ? "T" : "N") + (s.tb ? "T" : "N") + " M" + std::to_string(s.m) +
+                       " N" + std::to_string(s.n) + " K" + std::to_string(s.k);
+    const char* batching[] = {"", " batch both", " batch shared A", " batch shared B",
+                              " batch shared A and B"};
+    if (s.batching != Batching::none)
+        text += batching[static_cast<int>(s.batching)] + std::string(" ") + std::to_string(s.batch);
     if (s.alpha != 1) text += " alpha " + std::to_string(s.alpha);
     if (s.beta != 0) text += " beta " + std::to_string(s.beta);
     if (s.c_f32) text += " C f32";
@@ -102,13 +104,16 @@ void add_matmul_cases(std::vector<Case>& cases, bool sweep) {
     cases.push_back(matmul_case({1, 127, 1, 65, true, false, 1, 1, Batching::none, true}));
     cases.push_back(matmul_case({1, 1, 1, 1, false, false, 1, 0, Batching::none, false}));
     cases.push_back(matmul_case({1, 0, 7, 16, false, false, 1, 0, Batching::none, false}));
-    cases.push_back(matmul_case({1, 7, 16, 0, false, false, 1, 1, Batching::none, false}));  // K = 0: C = beta C
+    cases.push_back(
+        matmul_case({1, 7, 16, 0, false, false, 1, 1, Batching::none, false}));  // K = 0: C = beta C
     // Empty batches: C [0, 7, 16] with A and B batched, or shared.
     cases.push_back(matmul_case({0, 7, 16, 5, false, false, 1, 0, Batching::both, false}));
     cases.push_back(matmul_case({0, 7, 16, 5, false, false, 1, 0, Batching::shared_both, false}));
     cases.push_back(matmul_case({3, 7, 16, 5, false, true, 1, 0, Batching::shared_both, false}));
-    cases.push_back(matmul_case({2, 129, 130, 200, false, true, 1, 0, Batching::both, false}));  // the big tiles
-    cases.push_back(matmul_case({1, 4097, 130, 12, false, false, 1, 0, Batching::none, true}));  // tall: 128x64 tiles
+    cases.push_back(
+        matmul_case({2, 129, 130, 200, false, true, 1, 0, Batching::both, false}));  // the big tiles
+    cases.push_back(
+        matmul_case({1, 4097, 130, 12, false, false, 1, 0, Batching::none, true}));  // tall: 128x64 tiles
     // A bias ([N], C's dtype) added to every row: a Linear layer (NT), with beta, batched, split-K
     // (small C, long K), K = 0, whole tensor-core tiles (the gpu's direct stores), tall C.
     cases.push_back(matmul_case({1, 65, 33, 129, false, true, 1, 0, Batching::none, false}, true));

@@ -28,29 +28,31 @@ void add_zero_fill_copy(std::vector<Case>& cases, bool sweep) {
                              return std::vector<Output>{out};
                          }});
         for (const double value : {0.1, -3.5}) {
-            cases.push_back({KernelId::fill, dims(shape) + " value " + std::to_string(value), [shape, value](Context& c) {
-                                 const Tensor x = c.upload(shape, c.random(element_count(shape)));
-                                 fill(x, value);
-                                 Output out = c.output("x", x);
-                                 out.exact = true;
-                                 return std::vector<Output>{out};
-                             }});
+            cases.push_back(
+                {KernelId::fill, dims(shape) + " value " + std::to_string(value), [shape, value](Context& c) {
+                     const Tensor x = c.upload(shape, c.random(element_count(shape)));
+                     fill(x, value);
+                     Output out = c.output("x", x);
+                     out.exact = true;
+                     return std::vector<Output>{out};
+                 }});
         }
         // dtype conversions: tested -> f32, f32 -> tested, tested -> tested (another shape).
         for (const int direction : {0, 1, 2}) {
             const char* names[] = {"to f32", "from f32", "same dtype, reshaped"};
-            cases.push_back({KernelId::copy, dims(shape) + " " + names[direction], [shape, direction](Context& c) {
-                                 const std::size_t n = element_count(shape);
-                                 const DType from = direction == 1 ? DType::f32 : c.tested();
-                                 const DType to = direction == 0 ? DType::f32 : c.tested();
-                                 const Tensor src = c.upload(shape, c.random(n, -3, 3, from), from);
-                                 const Shape dst_shape = direction == 2 ? Shape{n} : shape;
-                                 const Tensor dst = c.upload(dst_shape, c.random(n, -3, 3, to), to);
-                                 copy(src, dst);
-                                 Output out = c.output("dst", dst);
-                                 out.exact = true;
-                                 return std::vector<Output>{out};
-                             }});
+            cases.push_back(
+                {KernelId::copy, dims(shape) + " " + names[direction], [shape, direction](Context& c) {
+                     const std::size_t n = element_count(shape);
+                     const DType from = direction == 1 ? DType::f32 : c.tested();
+                     const DType to = direction == 0 ? DType::f32 : c.tested();
+                     const Tensor src = c.upload(shape, c.random(n, -3, 3, from), from);
+                     const Shape dst_shape = direction == 2 ? Shape{n} : shape;
+                     const Tensor dst = c.upload(dst_shape, c.random(n, -3, 3, to), to);
+                     copy(src, dst);
+                     Output out = c.output("dst", dst);
+                     out.exact = true;
+                     return std::vector<Output>{out};
+                 }});
         }
     }
 }
@@ -61,7 +63,8 @@ void add_dropout(std::vector<Case>& cases, bool sweep) {
     for (const Shape& shape : flat_shapes(sweep)) {
         for (const double p : {0.0, 0.2, 0.5}) {
             for (const bool in_place : {false, true}) {
-                cases.push_back({KernelId::dropout, dims(shape) + " p " + std::to_string(p) + (in_place ? " in place" : ""),
+                cases.push_back({KernelId::dropout,
+                                 dims(shape) + " p " + std::to_string(p) + (in_place ? " in place" : ""),
                                  [shape, p, in_place](Context& c) {
                                      const std::size_t n = element_count(shape);
                                      const auto x_host = c.random(n);
@@ -69,7 +72,8 @@ void add_dropout(std::vector<Case>& cases, bool sweep) {
                                      const Tensor y = in_place ? x : c.empty(shape);
                                      dropout(x, y, p, 0x5eed0000000000abULL, 77);
                                      Output out = c.output("y", y);
-                                     for (std::size_t i = 0; i < n; ++i) out.scale.push_back(std::fabs(x_host[i]) / (1 - p));
+                                     for (std::size_t i = 0; i < n; ++i)
+                                         out.scale.push_back(std::fabs(x_host[i]) / (1 - p));
                                      return std::vector<Output>{out};
                                  }});
             }
@@ -80,7 +84,8 @@ void add_dropout(std::vector<Case>& cases, bool sweep) {
 void add_bias_add_assign(std::vector<Case>& cases, bool sweep) {
     std::vector<Shape> shapes = {{7, 65}, {2, 3, 16}, {0, 16}, {1, 1}};
     if (sweep) {
-        for (const std::size_t n : {1, 7, 16, 63, 64, 65, 127, 129, 384, 385, 1000}) shapes.push_back({65, n});
+        for (const std::size_t n : {1, 7, 16, 63, 64, 65, 127, 129, 384, 385, 1000})
+            shapes.push_back({65, n});
     }
     for (const Shape& shape : shapes) {
         cases.push_back({KernelId::bias_add, dims(shape), [shape](Context& c) {
@@ -125,7 +130,8 @@ void add_reduce_transpose(std::vector<Case>& cases, bool sweep) {
         for (std::size_t axis = 0; axis < shape.size(); ++axis) {
             for (const int mode : {0, 1, 2}) {  // 0: y =, 1: y += (accumulate), 2: y keeps the axis as 1
                 const char* names[] = {"", " accumulate", " keepdim"};
-                cases.push_back({KernelId::reduce_sum, dims(shape) + " axis " + std::to_string(axis) + names[mode],
+                cases.push_back({KernelId::reduce_sum,
+                                 dims(shape) + " axis " + std::to_string(axis) + names[mode],
                                  [shape, axis, mode](Context& c) {
                                      std::size_t outer = 1, inner = 1;
                                      for (std::size_t a = 0; a < axis; ++a) outer *= shape[a];

@@ -34,7 +34,8 @@ std::vector<double> logits(Context& c, std::size_t rows, std::size_t n, int kind
     std::vector<double> x = c.random(rows * n, -4, 4);
     if (kind == 1) {
         const auto signs = c.random(rows * n, -1, 1);
-        for (std::size_t i = 0; i < x.size(); ++i) x[i] = round_to(c.tested(), (signs[i] < 0 ? -1e4 : 1e4) + x[i]);
+        for (std::size_t i = 0; i < x.size(); ++i)
+            x[i] = round_to(c.tested(), (signs[i] < 0 ? -1e4 : 1e4) + x[i]);
     } else if (kind == 2) {
         const double inf = std::numeric_limits<double>::infinity();
         for (std::size_t i = 0; i < x.size(); i += 3) x[i] = -inf;
@@ -79,10 +80,12 @@ void add_softmax(std::vector<Case>& cases, bool sweep) {
                              Output out = c.output("dx", dx);
                              for (std::size_t r = 0; r < s.rows; ++r) {
                                  double dot = 0;
-                                 for (std::size_t j = 0; j < s.n; ++j) dot += std::fabs(dy[r * s.n + j] * y[r * s.n + j]);
+                                 for (std::size_t j = 0; j < s.n; ++j)
+                                     dot += std::fabs(dy[r * s.n + j] * y[r * s.n + j]);
                                  for (std::size_t j = 0; j < s.n; ++j) {
                                      const std::size_t i = r * s.n + j;
-                                     out.scale.push_back(std::fabs(y[i]) * (std::fabs(dy[i]) + dot) + std::fabs(dx0[i]));
+                                     out.scale.push_back(std::fabs(y[i]) * (std::fabs(dy[i]) + dot) +
+                                                         std::fabs(dx0[i]));
                                  }
                              }
                              out.depth = row_depth(s.n);
@@ -124,8 +127,9 @@ void add_norms(std::vector<Case>& cases, bool sweep) {
                                  const Tensor xt = c.upload({s.rows, s.n}, x);
                                  const Tensor y = variant == 2 ? xt : c.empty({s.rows, s.n});
                                  const Tensor mean = c.empty_stats({s.rows}), rstd = c.empty_stats({s.rows});
-                                 layer_norm(xt, c.upload({s.n}, gamma), variant == 1 ? Tensor() : c.upload({s.n}, beta), y,
-                                            mean, rstd, 1e-5);
+                                 layer_norm(xt, c.upload({s.n}, gamma),
+                                            variant == 1 ? Tensor() : c.upload({s.n}, beta), y, mean, rstd,
+                                            1e-5);
                                  std::vector<Output> outs = {c.output("y", y), c.output("mean", mean),
                                                              c.output("rstd", rstd)};
                                  std::vector<double> m, r;
@@ -143,26 +147,27 @@ void add_norms(std::vector<Case>& cases, bool sweep) {
                              }});
         }
         for (const bool in_place : {false, true}) {
-            cases.push_back({KernelId::rms_norm, rs(s) + (in_place ? " in place" : ""), [s, in_place](Context& c) {
-                                 const std::size_t count = s.rows * s.n;
-                                 const auto x = c.random(count, -1.5, 2.5);
-                                 const auto gamma = c.random(s.n, 0.5, 1.5);
-                                 const Tensor xt = c.upload({s.rows, s.n}, x);
-                                 const Tensor y = in_place ? xt : c.empty({s.rows, s.n});
-                                 const Tensor rstd = c.empty_stats({s.rows});
-                                 rms_norm(xt, c.upload({s.n}, gamma), y, rstd, 1e-6);
-                                 std::vector<Output> outs = {c.output("y", y), c.output("rstd", rstd)};
-                                 std::vector<double> m, r;
-                                 statistics(x, s.rows, s.n, 1e-6, true, m, r);
-                                 for (std::size_t row = 0; row < s.rows; ++row) {
-                                     const double big = row_max_abs(x, row, s.n);
-                                     for (std::size_t j = 0; j < s.n; ++j)
-                                         outs[0].scale.push_back(big * r[row] * std::fabs(gamma[j]));
-                                     outs[1].scale.push_back(r[row] * (1 + big * big * r[row] * r[row]));
-                                 }
-                                 for (Output& out : outs) out.depth = row_depth(s.n) + 4;
-                                 return outs;
-                             }});
+            cases.push_back(
+                {KernelId::rms_norm, rs(s) + (in_place ? " in place" : ""), [s, in_place](Context& c) {
+                     const std::size_t count = s.rows * s.n;
+                     const auto x = c.random(count, -1.5, 2.5);
+                     const auto gamma = c.random(s.n, 0.5, 1.5);
+                     const Tensor xt = c.upload({s.rows, s.n}, x);
+                     const Tensor y = in_place ? xt : c.empty({s.rows, s.n});
+                     const Tensor rstd = c.empty_stats({s.rows});
+                     rms_norm(xt, c.upload({s.n}, gamma), y, rstd, 1e-6);
+                     std::vector<Output> outs = {c.output("y", y), c.output("rstd", rstd)};
+                     std::vector<double> m, r;
+                     statistics(x, s.rows, s.n, 1e-6, true, m, r);
+                     for (std::size_t row = 0; row < s.rows; ++row) {
+                         const double big = row_max_abs(x, row, s.n);
+                         for (std::size_t j = 0; j < s.n; ++j)
+                             outs[0].scale.push_back(big * r[row] * std::fabs(gamma[j]));
+                         outs[1].scale.push_back(r[row] * (1 + big * big * r[row] * r[row]));
+                     }
+                     for (Output& out : outs) out.depth = row_depth(s.n) + 4;
+                     return outs;
+                 }});
         }
         // Backward: statistics from the rounded x in f64, rounded to f32 as a device saves them.
         for (const int variant : {0, 1, 2}) {  // 0: dx, dgamma, dbeta; 1: no dbeta; 2: dx only
@@ -188,7 +193,8 @@ void add_norms(std::vector<Case>& cases, bool sweep) {
                                  if (dbeta) outs.push_back(c.output("dbeta", dbeta));
                                  std::vector<double> g_scale(s.n, 0), b_scale(s.n, 0);
                                  for (std::size_t row = 0; row < s.rows; ++row) {
-                                     const double big = row_max_abs(x, row, s.n) * r[row] + std::fabs(m[row]) * r[row];
+                                     const double big =
+                                         row_max_abs(x, row, s.n) * r[row] + std::fabs(m[row]) * r[row];
                                      double gdy = 0;
                                      for (std::size_t j = 0; j < s.n; ++j)
                                          gdy = std::max(gdy, std::fabs(gamma[j] * dy[row * s.n + j]));
@@ -230,7 +236,8 @@ void add_norms(std::vector<Case>& cases, bool sweep) {
                                  const Tensor dx = c.upload({s.rows, s.n}, dx0);
                                  const Tensor dgamma = with_dgamma ? c.upload({s.n}, dg0) : Tensor();
                                  rms_norm_backward(c.upload({s.rows, s.n}, dy), c.upload({s.rows, s.n}, x),
-                                                   c.upload({s.n}, gamma), c.upload_stats({s.rows}, r), dx, dgamma);
+                                                   c.upload({s.n}, gamma), c.upload_stats({s.rows}, r), dx,
+                                                   dgamma);
                                  std::vector<Output> outs = {c.output("dx", dx)};
                                  if (dgamma) outs.push_back(c.output("dgamma", dgamma));
                                  std::vector<double> g_scale(dg0.size());

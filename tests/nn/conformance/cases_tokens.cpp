@@ -15,7 +15,8 @@ struct TokenShape {
 };
 
 std::string ts(const TokenShape& s) {
-    return std::to_string(s.tokens) + " tokens, V " + std::to_string(s.vocab) + ", D " + std::to_string(s.dim);
+    return std::to_string(s.tokens) + " tokens, V " + std::to_string(s.vocab) + ", D " +
+           std::to_string(s.dim);
 }
 
 void add_embedding(std::vector<Case>& cases, bool sweep) {
@@ -28,32 +29,33 @@ void add_embedding(std::vector<Case>& cases, bool sweep) {
         cases.push_back({KernelId::embedding, ts(s), [s](Context& c) {
                              const auto ids = c.random_ids(s.tokens, static_cast<std::int32_t>(s.vocab));
                              const Tensor out = c.empty({s.tokens, s.dim});
-                             embedding(c.upload_ids({s.tokens}, ids), c.upload({s.vocab, s.dim}, c.random(s.vocab * s.dim)),
-                                       out);
+                             embedding(c.upload_ids({s.tokens}, ids),
+                                       c.upload({s.vocab, s.dim}, c.random(s.vocab * s.dim)), out);
                              Output result = c.output("out", out);
                              result.exact = true;
                              return std::vector<Output>{result};
                          }});
         // ids of shape [2, tokens/2] as a batch of sequences, many repeats (small vocab).
-        cases.push_back({KernelId::embedding_backward, ts(s), [s](Context& c) {
-                             const auto ids = c.random_ids(s.tokens, static_cast<std::int32_t>(s.vocab));
-                             const auto dout = c.random(s.tokens * s.dim);
-                             const auto table0 = c.random(s.vocab * s.dim);
-                             const Tensor dtable = c.upload({s.vocab, s.dim}, table0);
-                             embedding_backward(c.upload_ids({s.tokens}, ids), c.upload({s.tokens, s.dim}, dout), dtable);
-                             Output result = c.output("dtable", dtable);
-                             result.scale.resize(table0.size());
-                             std::vector<std::size_t> uses(s.vocab, 0);
-                             for (std::size_t i = 0; i < table0.size(); ++i) result.scale[i] = std::fabs(table0[i]);
-                             for (std::size_t t = 0; t < s.tokens; ++t) {
-                                 ++uses[static_cast<std::size_t>(ids[t])];
-                                 for (std::size_t d = 0; d < s.dim; ++d)
-                                     result.scale[static_cast<std::size_t>(ids[t]) * s.dim + d] +=
-                                         std::fabs(dout[t * s.dim + d]);
-                             }
-                             result.depth = static_cast<double>(*std::max_element(uses.begin(), uses.end()) + 2);
-                             return std::vector<Output>{result};
-                         }});
+        cases.push_back(
+            {KernelId::embedding_backward, ts(s), [s](Context& c) {
+                 const auto ids = c.random_ids(s.tokens, static_cast<std::int32_t>(s.vocab));
+                 const auto dout = c.random(s.tokens * s.dim);
+                 const auto table0 = c.random(s.vocab * s.dim);
+                 const Tensor dtable = c.upload({s.vocab, s.dim}, table0);
+                 embedding_backward(c.upload_ids({s.tokens}, ids), c.upload({s.tokens, s.dim}, dout), dtable);
+                 Output result = c.output("dtable", dtable);
+                 result.scale.resize(table0.size());
+                 std::vector<std::size_t> uses(s.vocab, 0);
+                 for (std::size_t i = 0; i < table0.size(); ++i) result.scale[i] = std::fabs(table0[i]);
+                 for (std::size_t t = 0; t < s.tokens; ++t) {
+                     ++uses[static_cast<std::size_t>(ids[t])];
+                     for (std::size_t d = 0; d < s.dim; ++d)
+                         result.scale[static_cast<std::size_t>(ids[t]) * s.dim + d] +=
+                             std::fabs(dout[t * s.dim + d]);
+                 }
+                 result.depth = static_cast<double>(*std::max_element(uses.begin(), uses.end()) + 2);
+                 return std::vector<Output>{result};
+             }});
     }
 }
 
@@ -82,17 +84,22 @@ void add_cross_entropy(std::vector<Case>& cases, bool sweep) {
                      }
                      auto targets = c.random_ids(s.rows, static_cast<std::int32_t>(s.vocab));
                      const std::int32_t pad = variant == 0 ? -1 : static_cast<std::int32_t>(s.vocab) - 1;
-                     for (std::size_t r = 0; r < s.rows; r += 3) targets[r] = variant == 0 ? -1 : pad;  // pad rows
-                     const double dloss = variant == 2 ? 0.5 : 1.0 / static_cast<double>(std::max<std::size_t>(s.rows, 1));
+                     for (std::size_t r = 0; r < s.rows; r += 3)
+                         targets[r] = variant == 0 ? -1 : pad;  // pad rows
+                     const double dloss =
+                         variant == 2 ? 0.5 : 1.0 / static_cast<double>(std::max<std::size_t>(s.rows, 1));
                      const Tensor logits = c.upload({s.rows, s.vocab}, x);
                      const Tensor losses = c.empty_stats({s.rows});
-                     const Tensor dlogits = variant == 3 ? Tensor() : variant == 2 ? logits : c.empty({s.rows, s.vocab});
+                     const Tensor dlogits = variant == 3   ? Tensor()
+                                            : variant == 2 ? logits
+                                                           : c.empty({s.rows, s.vocab});
                      cross_entropy(logits, c.upload_ids({s.rows}, targets), losses, dlogits, pad, dloss);
                      std::vector<Output> outs = {c.output("losses", losses)};
                      if (dlogits) outs.push_back(c.output("dlogits", dlogits));
                      for (std::size_t r = 0; r < s.rows; ++r) {
                          double big = 0;
-                         for (std::size_t j = 0; j < s.vocab; ++j) big = std::max(big, std::fabs(x[r * s.vocab + j]));
+                         for (std::size_t j = 0; j < s.vocab; ++j)
+                             big = std::max(big, std::fabs(x[r * s.vocab + j]));
                          outs[0].scale.push_back(big + std::log(static_cast<double>(s.vocab)) + 1);
                      }
                      outs[0].depth = static_cast<double>(ceil_log2(s.vocab + 1)) + 24;

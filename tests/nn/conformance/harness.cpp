@@ -15,7 +15,8 @@ namespace tapevm::nn::conformance {
 // ---- Context --------------------------------------------------------------------------------
 
 Context::Context(Device device, DType tested, std::uint64_t seed)
-    : device_(std::move(device)), tested_(tested), state_(seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull) {}
+    : device_(std::move(device)), tested_(tested),
+      state_(seed * 0x9E3779B97F4A7C15ull + 0x2545F4914F6CDD1Dull) {}
 
 namespace {
 std::uint64_t next(std::uint64_t& state) {  // splitmix64
@@ -26,7 +27,9 @@ std::uint64_t next(std::uint64_t& state) {  // splitmix64
 }
 }  // namespace
 
-std::vector<double> Context::random(std::size_t n, double lo, double hi) { return random(n, lo, hi, tested_); }
+std::vector<double> Context::random(std::size_t n, double lo, double hi) {
+    return random(n, lo, hi, tested_);
+}
 
 std::vector<double> Context::random(std::size_t n, double lo, double hi, DType round) {
     std::vector<double> values(n);
@@ -39,7 +42,8 @@ std::vector<double> Context::random(std::size_t n, double lo, double hi, DType r
 
 std::vector<std::int32_t> Context::random_ids(std::size_t n, std::int32_t count) {
     std::vector<std::int32_t> ids(n);
-    for (std::int32_t& id : ids) id = static_cast<std::int32_t>(next(state_) % static_cast<std::uint64_t>(count));
+    for (std::int32_t& id : ids)
+        id = static_cast<std::int32_t>(next(state_) % static_cast<std::uint64_t>(count));
     return ids;
 }
 
@@ -49,13 +53,15 @@ Tensor Context::upload(const Shape& shape, const std::vector<double>& values) co
 
 Tensor Context::upload(const Shape& shape, const std::vector<double>& values, DType dtype) const {
     std::vector<double> rounded(values.size());
-    std::transform(values.begin(), values.end(), rounded.begin(), [&](double v) { return round_to(dtype, v); });
+    std::transform(values.begin(), values.end(), rounded.begin(),
+                   [&](double v) { return round_to(dtype, v); });
     return device_.upload(shape, std::span<const double>(rounded), storage(dtype));
 }
 
 Tensor Context::upload_stats(const Shape& shape, const std::vector<double>& values) const {
     std::vector<double> rounded(values.size());
-    std::transform(values.begin(), values.end(), rounded.begin(), [](double v) { return round_to(DType::f32, v); });
+    std::transform(values.begin(), values.end(), rounded.begin(),
+                   [](double v) { return round_to(DType::f32, v); });
     return device_.upload(shape, std::span<const double>(rounded), device_.accumulate_dtype());
 }
 
@@ -85,11 +91,11 @@ std::map<TallyKey, Tally>& tallies() {
 
 double u_of(DType dtype) {
     switch (dtype) {
-    case DType::f64: return 0x1.0p-53;
-    case DType::f32: return 0x1.0p-24;
-    case DType::f16: return 0x1.0p-11;
-    case DType::bf16: return 0x1.0p-8;
-    case DType::i32: return 0;
+        case DType::f64: return 0x1.0p-53;
+        case DType::f32: return 0x1.0p-24;
+        case DType::f16: return 0x1.0p-11;
+        case DType::bf16: return 0x1.0p-8;
+        case DType::i32: return 0;
     }
     return 0;
 }
@@ -175,9 +181,9 @@ std::string format(double value) {
 /// spacing (f16: 2^-25, where results of 1e-5 have only a few bits).
 double subnormal_half_step(DType dtype) {
     switch (dtype) {
-    case DType::f16: return 0x1.0p-25;
-    case DType::bf16: return 0x1.0p-134;
-    default: return 0;
+        case DType::f16: return 0x1.0p-25;
+        case DType::bf16: return 0x1.0p-134;
+        default: return 0;
     }
 }
 
@@ -202,7 +208,8 @@ std::string compare(const Output& want, const Output& got, DType tested, double 
             ok = g == round_to(got.stored, w);
         } else {
             const double scale = want.scale.empty() ? std::fabs(w) : want.scale[i];
-            bound = tolerance * settings().tolerance_scale * (want.depth * u_of(DType::f32) + want.store_roundings * u_of(tested)) * scale +
+            bound = tolerance * settings().tolerance_scale *
+                        (want.depth * u_of(DType::f32) + want.store_roundings * u_of(tested)) * scale +
                     (low ? u_of(got.stored) * std::fabs(w) + subnormal_half_step(got.stored) : 0) + 1e-300;
             ok = std::fabs(g - w) <= bound;
             if (bound > 0) worst_ratio = std::max(worst_ratio, std::fabs(g - w) / bound);
@@ -255,8 +262,8 @@ std::vector<std::string> run_kernel_cases(KernelId kernel, const Device& device)
         if (test_case.kernel != kernel) continue;
         for (const DType dtype : test_case.dtypes) {
             Tally& tally = tallies()[{kernel, device_name, dtype}];
-            const std::string what = std::string(detail::kernel_name(kernel)) + " " + test_case.label + " on " +
-                                     device_name + " " + std::string(dtype_name(dtype));
+            const std::string what = std::string(detail::kernel_name(kernel)) + " " + test_case.label +
+                                     " on " + device_name + " " + std::string(dtype_name(dtype));
             if (!device.supports(dtype) || !device.backend().supports_kernel(kernel, dtype)) {
                 std::cout << "SKIPPED " << what << ": not supported (supports_kernel)\n";
                 ++tally.skipped;
@@ -297,7 +304,8 @@ std::vector<std::string> run_kernel_cases(KernelId kernel, const Device& device)
                     const std::string difference = compare(want[i], got[i], dtype, test_case.tolerance);
                     if (!difference.empty()) message += (message.empty() ? "" : "; ") + difference;
                 }
-                if (message.empty() && !bitwise_equal(got, again)) message = "not deterministic: two runs differ";
+                if (message.empty() && !bitwise_equal(got, again))
+                    message = "not deterministic: two runs differ";
             }
             if (message.empty()) {
                 ++tally.passed;
@@ -339,7 +347,8 @@ std::string cell(const Tally& tally, bool markdown) {
         } else {
             text << "ok " << tally.passed;
         }
-        if (tally.skipped > 0 && tally.passed + tally.failed > 0) text << " (" << tally.skipped << " skipped)";
+        if (tally.skipped > 0 && tally.passed + tally.failed > 0)
+            text << " (" << tally.skipped << " skipped)";
     } else {
         text << tally.passed << "/" << tally.failed << "/" << tally.skipped;
     }
@@ -350,7 +359,8 @@ std::string cell(const Tally& tally, bool markdown) {
 
 void print_summary(std::ostream& out) {
     const std::vector<std::string> devices = devices_in_tallies();
-    out << "\nnn conformance summary (passed/failed/skipped)" << (settings().sweep ? ", full sweep" : "") << "\n";
+    out << "\nnn conformance summary (passed/failed/skipped)" << (settings().sweep ? ", full sweep" : "")
+        << "\n";
     out << std::left << std::setw(22) << "kernel";
     for (const std::string& device : devices)
         for (const DType dtype : table_dtypes)
@@ -372,7 +382,8 @@ void print_summary(std::ostream& out) {
         }
         out << '\n';
     }
-    out << "total: " << total.passed << " passed, " << total.failed << " failed, " << total.skipped << " skipped\n"
+    out << "total: " << total.passed << " passed, " << total.failed << " failed, " << total.skipped
+        << " skipped\n"
         << std::right;
 }
 

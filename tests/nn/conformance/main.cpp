@@ -74,10 +74,12 @@ int main(int argc, char** argv) {
             rest.push_back(argv[i]);
         }
     }
-    if (const char* sweep = std::getenv("TAPEVM_NN_SWEEP"); sweep != nullptr && std::string_view(sweep) == "1")
+    if (const char* sweep = std::getenv("TAPEVM_NN_SWEEP");
+        sweep != nullptr && std::string_view(sweep) == "1")
         config.sweep = true;
     if (config.sweep) command += " --sweep";
-    if (const char* scale = std::getenv("TAPEVM_NN_TOLERANCE_SCALE")) config.tolerance_scale = std::atof(scale);
+    if (const char* scale = std::getenv("TAPEVM_NN_TOLERANCE_SCALE"))
+        config.tolerance_scale = std::atof(scale);
 
     bool gpu = false;
     for (const std::string& device : config.devices) gpu = gpu || device == "gpu";
@@ -99,7 +101,8 @@ int main(int argc, char** argv) {
             gpu = false;
         }
     }
-    for (const auto& device : devices_under_test()) std::printf("device under test: %s\n", device.name().c_str());
+    for (const auto& device : devices_under_test())
+        std::printf("device under test: %s\n", device.name().c_str());
 
     doctest::Context context(static_cast<int>(rest.size()), rest.data());
     int result = context.run();

@@ -25,7 +25,8 @@ void check_kernel(KernelId kernel) {
 }  // namespace
 
 // Every KernelId has a test case here (the static_assert keeps the list complete).
-static_assert(static_cast<int>(KernelId::count) == 24, "a kernel was added: add its cases and a TEST_CASE here");
+static_assert(static_cast<int>(KernelId::count) == 24,
+              "a kernel was added: add its cases and a TEST_CASE here");
 
 TEST_CASE("conformance: zero") { check_kernel(KernelId::zero); }
 TEST_CASE("conformance: fill") { check_kernel(KernelId::fill); }

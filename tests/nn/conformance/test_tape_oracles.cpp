@@ -56,10 +56,12 @@ void check_problem(const Problem& p) {
     const Host values = p.forward(p.inputs);
     REQUIRE(values.size() == tape_values.size());
     const double value_scale = max_abs(tape_values) + 1;
-    for (std::size_t i = 0; i < values.size(); ++i) CHECK(std::fabs(values[i] - tape_values[i]) <= 1e-12 * value_scale);
+    for (std::size_t i = 0; i < values.size(); ++i)
+        CHECK(std::fabs(values[i] - tape_values[i]) <= 1e-12 * value_scale);
 
     Host cotangent(values.size());
-    for (std::size_t i = 0; i < cotangent.size(); ++i) cotangent[i] = std::sin(1.7 * static_cast<double>(i) + 0.3);
+    for (std::size_t i = 0; i < cotangent.size(); ++i)
+        cotangent[i] = std::sin(1.7 * static_cast<double>(i) + 0.3);
     const Host tape_grads = vm.vjp(batch, std::span<const double>(cotangent)).values;
     const std::vector<Host> grads = p.backward(p.inputs, cotangent);
     REQUIRE(grads.size() == p.inputs.size());
@@ -89,7 +91,8 @@ void check_problem(const Problem& p) {
 Host seeded(std::size_t n, double lo, double hi, unsigned seed) {
     Host values(n);
     for (std::size_t i = 0; i < n; ++i) {
-        const double unit = std::fmod(std::sin(static_cast<double>(i * 7 + seed) * 12.9898) * 43758.5453, 1.0);
+        const double unit =
+            std::fmod(std::sin(static_cast<double>(i * 7 + seed) * 12.9898) * 43758.5453, 1.0);
         values[i] = lo + (hi - lo) * std::fabs(unit);
     }
     return values;
@@ -156,12 +159,14 @@ TEST_CASE("tape oracle: layer_norm and layer_norm_backward") {
     p.tape = tapevm::record(rows * n + 2 * n, [=](std::span<const V> in) {
         std::vector<V> out;
         for (std::size_t r = 0; r < rows; ++r) {
-            std::vector<V> row(in.begin() + static_cast<std::ptrdiff_t>(r * n), in.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
+            std::vector<V> row(in.begin() + static_cast<std::ptrdiff_t>(r * n),
+                               in.begin() + static_cast<std::ptrdiff_t>((r + 1) * n));
             const V mean = sum_of(row) / static_cast<double>(n);
             std::vector<V> squares;
             for (const V& v : row) squares.push_back((v - mean) * (v - mean));
             const V rstd = 1.0 / sqrt(sum_of(squares) / static_cast<double>(n) + eps);
-            for (std::size_t j = 0; j < n; ++j) out.push_back((row[j] - mean) * rstd * in[rows * n + j] + in[rows * n + n + j]);
+            for (std::size_t j = 0; j < n; ++j)
+                out.push_back((row[j] - mean) * rstd * in[rows * n + j] + in[rows * n + n + j]);
         }
         return out;
     });
@@ -249,7 +254,8 @@ TEST_CASE("tape oracle: causal GQA attention and attention_backward (T 5, Hq 2, 
         const double scale = 0.5;
         Problem p;
         p.name = causal ? "attention causal" : "attention full";
-        p.inputs = {seeded(t * hq * d, -1, 1, 8), seeded(t * hkv * d, -1, 1, 9), seeded(t * hkv * d, -1, 1, 10)};
+        p.inputs = {seeded(t * hq * d, -1, 1, 8), seeded(t * hkv * d, -1, 1, 9),
+                    seeded(t * hkv * d, -1, 1, 10)};
         p.differentiable = {true, true, true};
         const Shape qs = {1, t, hq, d}, ks = {1, t, hkv, d};
         p.forward = [=](const std::vector<Host>& in) {
@@ -266,8 +272,12 @@ TEST_CASE("tape oracle: causal GQA attention and attention_backward (T 5, Hq 2, 
             return std::vector<Host>{dq.to_double(), dk.to_double(), dv.to_double()};
         };
         p.tape = tapevm::record(t * hq * d + 2 * t * hkv * d, [=](std::span<const V> in) {
-            const auto q = [&](std::size_t i, std::size_t h, std::size_t e) { return in[(i * hq + h) * d + e]; };
-            const auto k = [&](std::size_t j, std::size_t h, std::size_t e) { return in[t * hq * d + (j * hkv + h) * d + e]; };
+            const auto q = [&](std::size_t i, std::size_t h, std::size_t e) {
+                return in[(i * hq + h) * d + e];
+            };
+            const auto k = [&](std::size_t j, std::size_t h, std::size_t e) {
+                return in[t * hq * d + (j * hkv + h) * d + e];
+            };
             const auto v = [&](std::size_t j, std::size_t h, std::size_t e) {
                 return in[t * hq * d + t * hkv * d + (j * hkv + h) * d + e];
             };

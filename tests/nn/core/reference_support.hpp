@@ -19,7 +19,8 @@ namespace tapevm::nn::test {
 inline Device reference() { return Device::reference(); }
 
 /// `n` values uniform in [low, high) from a fixed seed.
-inline std::vector<double> random_values(std::size_t n, std::uint64_t seed, double low = -1, double high = 1) {
+inline std::vector<double> random_values(std::size_t n, std::uint64_t seed, double low = -1,
+                                         double high = 1) {
     std::mt19937_64 rng(seed);
     std::uniform_real_distribution<double> uniform(low, high);
     std::vector<double> values(n);
@@ -41,8 +42,8 @@ inline Tensor id_tensor(const Shape& shape, const std::vector<std::int32_t>& val
 
 /// Checks every value of `actual` against `expected` within `tolerance` relative to
 /// max(1, |expected|).
-inline void check_close(const std::vector<double>& actual, const std::vector<double>& expected, double tolerance,
-                        const std::string& what) {
+inline void check_close(const std::vector<double>& actual, const std::vector<double>& expected,
+                        double tolerance, const std::string& what) {
     REQUIRE(actual.size() == expected.size());
     for (std::size_t i = 0; i < actual.size(); ++i) {
         const double scale = std::fmax(1.0, std::fabs(expected[i]));

@@ -62,7 +62,8 @@ std::uint16_t nearest_half(float value) {
     const std::uint16_t sign = std::signbit(value) ? 0x8000 : 0;
     for (std::uint32_t magnitude = 0; magnitude < 0x7c00; ++magnitude) {
         const auto bits = static_cast<std::uint16_t>(sign | magnitude);
-        const double distance = std::fabs(static_cast<double>(half_to_float(bits)) - static_cast<double>(value));
+        const double distance =
+            std::fabs(static_cast<double>(half_to_float(bits)) - static_cast<double>(value));
         if (distance < best_distance || (distance == best_distance && (bits & 1) == 0)) {
             best = bits;
             best_distance = distance;
@@ -97,22 +98,22 @@ TEST_CASE("f16: exact values, overflow, subnormals, ties to even") {
     CHECK(float_to_half(-2.0f) == 0xc000);
     CHECK(float_to_half(0.0f) == 0x0000);
     CHECK(float_to_half(-0.0f) == 0x8000);
-    CHECK(float_to_half(65504.0f) == 0x7bff);     // the largest half
-    CHECK(float_to_half(65519.99f) == 0x7bff);    // below the midpoint to 2^16
-    CHECK(float_to_half(65520.0f) == 0x7c00);     // the midpoint: ties to even = infinity
+    CHECK(float_to_half(65504.0f) == 0x7bff);   // the largest half
+    CHECK(float_to_half(65519.99f) == 0x7bff);  // below the midpoint to 2^16
+    CHECK(float_to_half(65520.0f) == 0x7c00);   // the midpoint: ties to even = infinity
     CHECK(float_to_half(1e10f) == 0x7c00);
     CHECK(float_to_half(-1e10f) == 0xfc00);
-    CHECK(float_to_half(std::ldexp(1.0f, -14)) == 0x0400);       // the smallest normal
-    CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);       // the smallest subnormal
-    CHECK(float_to_half(std::ldexp(1023.0f, -24)) == 0x03ff);    // the largest subnormal
-    CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000);       // a tie between 0 and 2^-24: even
-    CHECK(float_to_half(std::ldexp(1.5f, -25)) == 0x0001);       // above the tie
-    CHECK(float_to_half(std::ldexp(3.0f, -25)) == 0x0002);       // 1.5 * 2^-24: tie, to even 2
-    CHECK(float_to_half(std::ldexp(5.0f, -25)) == 0x0002);       // 2.5 * 2^-24: tie, to even 2
+    CHECK(float_to_half(std::ldexp(1.0f, -14)) == 0x0400);     // the smallest normal
+    CHECK(float_to_half(std::ldexp(1.0f, -24)) == 0x0001);     // the smallest subnormal
+    CHECK(float_to_half(std::ldexp(1023.0f, -24)) == 0x03ff);  // the largest subnormal
+    CHECK(float_to_half(std::ldexp(1.0f, -25)) == 0x0000);     // a tie between 0 and 2^-24: even
+    CHECK(float_to_half(std::ldexp(1.5f, -25)) == 0x0001);     // above the tie
+    CHECK(float_to_half(std::ldexp(3.0f, -25)) == 0x0002);     // 1.5 * 2^-24: tie, to even 2
+    CHECK(float_to_half(std::ldexp(5.0f, -25)) == 0x0002);     // 2.5 * 2^-24: tie, to even 2
     CHECK(float_to_half(std::ldexp(1.0f, -26)) == 0x0000);
-    CHECK(float_to_half(1e-45f) == 0x0000);                      // a float subnormal
-    CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);        // tie: to even (1.0)
-    CHECK(float_to_half(1.0f + std::ldexp(3.0f, -11)) == 0x3c02);        // tie: to even (up)
+    CHECK(float_to_half(1e-45f) == 0x0000);                        // a float subnormal
+    CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);  // tie: to even (1.0)
+    CHECK(float_to_half(1.0f + std::ldexp(3.0f, -11)) == 0x3c02);  // tie: to even (up)
     CHECK(float_to_half(1.0f + std::ldexp(1.0f, -11) + std::ldexp(1.0f, -20)) == 0x3c01);  // above
     CHECK(float_to_half(2047.0f * std::ldexp(1.0f, -11) + 1.0f) == 0x4000);  // carries into the exponent
 
@@ -176,8 +177,9 @@ TEST_CASE("f16: random floats round to the nearest half (exhaustive oracle)") {
         if (i % 2 == 1) value = -value;
         const std::uint16_t below = nearest_half(value);
         if (i % 5 == 0 && (below & 0x7fff) < 0x7bff) {  // an exact midpoint between two finite halves
-            value = static_cast<float>(
-                (static_cast<double>(half_to_float(below)) + half_to_float(static_cast<std::uint16_t>(below + 1))) / 2);
+            value = static_cast<float>((static_cast<double>(half_to_float(below)) +
+                                        half_to_float(static_cast<std::uint16_t>(below + 1))) /
+                                       2);
         }
         INFO("value " << value);
         CHECK(float_to_half(value) == nearest_half(value));
@@ -271,7 +273,8 @@ TEST_CASE("tensors: upload, read back, reshape, describe") {
     check_error<ShapeError>([&] { x.assign_bytes(std::vector<std::byte>(47)); }, "Tensor::assign_bytes");
 
     const std::vector<float> floats = {0.5f, 1.5f};
-    CHECK(device.upload({2}, std::span<const float>(floats), DType::f64).to_double() == std::vector<double>{0.5, 1.5});
+    CHECK(device.upload({2}, std::span<const float>(floats), DType::f64).to_double() ==
+          std::vector<double>{0.5, 1.5});
     const Tensor integers = ids(device, {3}, {7, -1, 2147483647});
     CHECK(integers.dtype() == DType::i32);
     CHECK(integers.to_int() == std::vector<std::int32_t>{7, -1, 2147483647});
@@ -305,9 +308,11 @@ struct HostBytes final : nn::detail::Backend {
         storage->bytes = bytes;
         return storage;
     }
-    void write(const nn::detail::Storage& storage, std::size_t offset, std::span<const std::byte> bytes) override {
-        std::copy(bytes.begin(), bytes.end(), const_cast<Bytes&>(static_cast<const Bytes&>(storage)).data.begin() +
-                                                  static_cast<std::ptrdiff_t>(offset));
+    void write(const nn::detail::Storage& storage, std::size_t offset,
+               std::span<const std::byte> bytes) override {
+        std::copy(bytes.begin(), bytes.end(),
+                  const_cast<Bytes&>(static_cast<const Bytes&>(storage)).data.begin() +
+                      static_cast<std::ptrdiff_t>(offset));
     }
     void read(const nn::detail::Storage& storage, std::size_t offset, std::span<std::byte> bytes) override {
         const auto& data = static_cast<const Bytes&>(storage).data;
@@ -323,8 +328,9 @@ struct HostBytes final : nn::detail::Backend {
 
 TEST_CASE("tensors: host conversions to and from f32, f16 and bf16") {
     const Device device(std::make_shared<HostBytes>());
-    const std::vector<double> values = {1.0 / 3, 65520, -1e-8, 1e-40, std::nan(""), -inf,
-                                        1 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40), 3e38, 1e39};
+    const std::vector<double> values = {
+        1.0 / 3, 65520, -1e-8, 1e-40, std::nan(""), -inf, 1 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40),
+        3e38,    1e39};
     for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
         CAPTURE(dtype_name(dtype));
         const Tensor x = device.upload({values.size()}, std::span<const double>(values), dtype);
@@ -345,7 +351,8 @@ TEST_CASE("tensors: host conversions to and from f32, f16 and bf16") {
     }
     // The bytes are the dtype's own, little-endian: 1.0 is 0x3c00 in f16 and 0x3f80 in bf16.
     const std::vector<float> one = {1.0f};
-    const std::vector<std::byte> half_bytes = device.upload({1}, std::span<const float>(one), DType::f16).to_bytes();
+    const std::vector<std::byte> half_bytes =
+        device.upload({1}, std::span<const float>(one), DType::f16).to_bytes();
     CHECK(half_bytes == std::vector<std::byte>{std::byte{0x00}, std::byte{0x3c}});
     const Tensor bfloat = device.upload({1}, std::span<const float>(one), DType::bf16);
     CHECK(bfloat.to_bytes() == std::vector<std::byte>{std::byte{0x80}, std::byte{0x3f}});
@@ -355,10 +362,12 @@ TEST_CASE("tensors: host conversions to and from f32, f16 and bf16") {
     const std::vector<std::int32_t> integers = {2049, -7};
     CHECK(device.upload({2}, std::span<const std::int32_t>(integers), DType::f16).to_double() ==
           std::vector<double>{2048, -7});  // 2049 is a tie between 2048 and 2050: even
-    check_error<Error>([&] { (void)device.upload({1}, std::span<const double>(values).subspan(4, 1), DType::i32); },
-                       "Tensor::assign: value nan");
-    check_error<Error>([&] { (void)device.upload({1}, std::span<const double>(values).subspan(5, 1), DType::f16).to_int(); },
-                       "Tensor::to_int: element 0 does not fit i32");
+    check_error<Error>(
+        [&] { (void)device.upload({1}, std::span<const double>(values).subspan(4, 1), DType::i32); },
+        "Tensor::assign: value nan");
+    check_error<Error>(
+        [&] { (void)device.upload({1}, std::span<const double>(values).subspan(5, 1), DType::f16).to_int(); },
+        "Tensor::to_int: element 0 does not fit i32");
 }
 
 TEST_CASE("tensors: empty ones are valid and kernels on them do nothing") {
@@ -409,8 +418,10 @@ TEST_CASE("device: zeros, memory accounting and stream counters") {
 
 TEST_CASE("backend defaults throw Unsupported naming the kernel, device and dtype") {
     CHECK(std::string(nn::detail::kernel_name(nn::detail::KernelId::zero)) == "zero");
-    CHECK(std::string(nn::detail::kernel_name(nn::detail::KernelId::layer_norm_backward)) == "layer_norm_backward");
-    CHECK(std::string(nn::detail::kernel_name(nn::detail::KernelId::elementwise_backward)) == "elementwise_backward");
+    CHECK(std::string(nn::detail::kernel_name(nn::detail::KernelId::layer_norm_backward)) ==
+          "layer_norm_backward");
+    CHECK(std::string(nn::detail::kernel_name(nn::detail::KernelId::elementwise_backward)) ==
+          "elementwise_backward");
     // A backend with nothing but memory: every kernel is unsupported.
     struct Bare final : nn::detail::Backend {
         DeviceKind kind() const override { return DeviceKind::cpu; }
@@ -441,9 +452,16 @@ TEST_CASE("front end: undefined tensors, two devices, dtypes") {
     const Tensor x = f64(device, {2, 3});
     const Tensor y = f64(device, {2, 3});
     check_error<Error>([&] { zero(Tensor()); }, "zero: x: undefined tensor");
-    check_error<Error>([&] { softmax(x, f64(other, {2, 3})); }, "softmax: y: on a different device (reference) than x (reference)");
-    check_error<Error>([&] { add_assign(x, ids(device, {6}, {1, 2, 3, 4, 5, 6})); },
-                       "add_assign: src: expected a float dtype, got i32");
+    check_error<Error>(
+        [&] {
+            softmax(x, f64(other, {2, 3}));
+        },
+        "softmax: y: on a different device (reference) than x (reference)");
+    check_error<Error>(
+        [&] {
+            add_assign(x, ids(device, {6}, {1, 2, 3, 4, 5, 6}));
+        },
+        "add_assign: src: expected a float dtype, got i32");
     check_error<Error>([&] { copy(x, f64(other, {6})); }, "copy: dst: on a different device");
     check_error<ShapeError>([&] { copy(x, f64(device, {5})); }, "copy: dst: expected shape 6 elements");
     check_error<ShapeError>([&] { add_assign(x, f64(device, {5})); }, "add_assign: src: expected shape");
@@ -458,29 +476,62 @@ TEST_CASE("front end: matmul shapes, transposes, batches, aliasing") {
     matmul(a, b, c);  // valid
     check_error<ShapeError>([&] { matmul(a, f64(device, {4, 4}), c); }, "matmul: b: expected shape [3, 4]");
     check_error<ShapeError>([&] { matmul(f64(device, {3, 3}), b, c); }, "matmul: a: expected shape [2, 3]");
-    check_error<ShapeError>([&] { matmul(a, b, c, {.transpose_a = true}); }, "matmul: a: expected shape [2, 2] ([K, M]: transpose_a), got [2, 3]");
+    check_error<ShapeError>([&] { matmul(a, b, c, {.transpose_a = true}); },
+                            "matmul: a: expected shape [2, 2] ([K, M]: transpose_a), got [2, 3]");
     matmul(f64(device, {3, 2}), b, c, {.transpose_a = true});
     matmul(a, f64(device, {4, 3}), c, {.transpose_b = true});
-    check_error<ShapeError>([&] { matmul(a, b, c, {.transpose_b = true}); }, "matmul: b: expected shape [4, 3]");
+    check_error<ShapeError>([&] { matmul(a, b, c, {.transpose_b = true}); },
+                            "matmul: b: expected shape [4, 3]");
     check_error<ShapeError>([&] { matmul(a, b, f64(device, {4})); }, "matmul: c: expected shape [M, N]");
-    check_error<ShapeError>([&] { matmul(f64(device, {5, 2, 3}), b, c); }, "matmul: a: expected shape [2, 3] ([M, K])");
+    check_error<ShapeError>(
+        [&] {
+            matmul(f64(device, {5, 2, 3}), b, c);
+        },
+        "matmul: a: expected shape [2, 3] ([M, K])");
     // Batched: each operand batched too or shared.
     const Tensor cb = f64(device, {5, 2, 4});
     matmul(f64(device, {5, 2, 3}), b, cb);
     matmul(a, f64(device, {5, 3, 4}), cb);
-    check_error<ShapeError>([&] { matmul(f64(device, {4, 2, 3}), b, cb); }, "matmul: a: expected shape [5, 2, 3]");
-    matmul(f64(device, {0, 2, 3}), f64(device, {0, 3, 4}), f64(device, {0, 2, 4}));  // no batches: nothing to do
-    check_error<ShapeError>([&] { matmul(f64(device, {1, 2, 3}), b, f64(device, {0, 2, 4})); },
-                            "matmul: a: expected shape [0, 2, 3]");
-    check_error<ShapeError>([&] { matmul(a, f64(device, {5, 4, 4}), cb); }, "matmul: b: expected shape [5, 3, 4]");
+    check_error<ShapeError>(
+        [&] {
+            matmul(f64(device, {4, 2, 3}), b, cb);
+        },
+        "matmul: a: expected shape [5, 2, 3]");
+    matmul(f64(device, {0, 2, 3}), f64(device, {0, 3, 4}),
+           f64(device, {0, 2, 4}));  // no batches: nothing to do
+    check_error<ShapeError>(
+        [&] {
+            matmul(f64(device, {1, 2, 3}), b, f64(device, {0, 2, 4}));
+        },
+        "matmul: a: expected shape [0, 2, 3]");
+    check_error<ShapeError>(
+        [&] {
+            matmul(a, f64(device, {5, 4, 4}), cb);
+        },
+        "matmul: b: expected shape [5, 3, 4]");
     const Tensor square = f64(device, {3, 3});
-    check_error<Error>([&] { matmul(square, f64(device, {3, 3}), square); }, "matmul: c: shares memory with a");
-    check_error<Error>([&] { matmul(f64(device, {3, 3}), square, square); }, "matmul: c: shares memory with b");
-    check_error<Error>([&] { matmul(a, ids(device, {3, 4}, std::vector<std::int32_t>(12)), c); },
-                       "matmul: b: expected a float dtype");
-    check_error<Error>([&] { matmul(a, b, ids(device, {2, 4}, std::vector<std::int32_t>(8))); },
-                       "matmul: c: expected a float dtype");
-    check_error<Error>([&] { matmul(a, b, c, {.beta = std::nan("")}); }, "matmul: beta: expected a finite value");
+    check_error<Error>(
+        [&] {
+            matmul(square, f64(device, {3, 3}), square);
+        },
+        "matmul: c: shares memory with a");
+    check_error<Error>(
+        [&] {
+            matmul(f64(device, {3, 3}), square, square);
+        },
+        "matmul: c: shares memory with b");
+    check_error<Error>(
+        [&] {
+            matmul(a, ids(device, {3, 4}, std::vector<std::int32_t>(12)), c);
+        },
+        "matmul: b: expected a float dtype");
+    check_error<Error>(
+        [&] {
+            matmul(a, b, ids(device, {2, 4}, std::vector<std::int32_t>(8)));
+        },
+        "matmul: c: expected a float dtype");
+    check_error<Error>([&] { matmul(a, b, c, {.beta = std::nan("")}); },
+                       "matmul: beta: expected a finite value");
 }
 
 TEST_CASE("front end: reductions, transposes, bias") {
@@ -489,19 +540,40 @@ TEST_CASE("front end: reductions, transposes, bias") {
     reduce_sum(x, f64(device, {2, 4}), 1);
     reduce_sum(x, f64(device, {2, 1, 4}), 1);
     check_error<Error>([&] { reduce_sum(x, f64(device, {2, 3}), 3); }, "reduce_sum: axis: 3 out of range");
-    check_error<ShapeError>([&] { reduce_sum(x, f64(device, {2, 3}), 1); },
-                            "reduce_sum: y: expected shape [2, 4] or [2, 1, 4], got [2, 3]");
+    check_error<ShapeError>(
+        [&] {
+            reduce_sum(x, f64(device, {2, 3}), 1);
+        },
+        "reduce_sum: y: expected shape [2, 4] or [2, 1, 4], got [2, 3]");
     check_error<Error>([&] { reduce_sum(x, x, 0); }, "reduce_sum: y: shares memory with x");
     transpose_2d(f64(device, {2, 3}), f64(device, {3, 2}));
     transpose_2d(x, f64(device, {2, 4, 3}));
-    check_error<ShapeError>([&] { transpose_2d(x, f64(device, {2, 3, 4})); }, "transpose_2d: y: expected shape [2, 4, 3]");
-    check_error<ShapeError>([&] { transpose_2d(f64(device, {6}), f64(device, {6})); }, "transpose_2d: x: expected shape");
-    check_error<Error>([&] { transpose_2d(f64(device, {2, 2}), ids(device, {2, 2}, {1, 2, 3, 4})); },
-                       "transpose_2d: y: expected dtype f64, got i32");
-    check_error<ShapeError>([&] { bias_add(x, f64(device, {3})); }, "bias_add: bias: expected shape [4], got [3]");
-    check_error<ShapeError>([&] { softmax(x, f64(device, {2, 3, 5})); }, "softmax: y: expected shape [2, 3, 4]");
-    check_error<ShapeError>([&] { softmax_backward(x, x, f64(device, {24})); }, "softmax_backward: dx: expected shape");
-    check_error<Error>([&] { softmax_backward(x, f64(device, {2, 3, 4}), x); }, "softmax_backward: dx: shares memory with y");
+    check_error<ShapeError>(
+        [&] {
+            transpose_2d(x, f64(device, {2, 3, 4}));
+        },
+        "transpose_2d: y: expected shape [2, 4, 3]");
+    check_error<ShapeError>([&] { transpose_2d(f64(device, {6}), f64(device, {6})); },
+                            "transpose_2d: x: expected shape");
+    check_error<Error>(
+        [&] {
+            transpose_2d(f64(device, {2, 2}), ids(device, {2, 2}, {1, 2, 3, 4}));
+        },
+        "transpose_2d: y: expected dtype f64, got i32");
+    check_error<ShapeError>([&] { bias_add(x, f64(device, {3})); },
+                            "bias_add: bias: expected shape [4], got [3]");
+    check_error<ShapeError>(
+        [&] {
+            softmax(x, f64(device, {2, 3, 5}));
+        },
+        "softmax: y: expected shape [2, 3, 4]");
+    check_error<ShapeError>([&] { softmax_backward(x, x, f64(device, {24})); },
+                            "softmax_backward: dx: expected shape");
+    check_error<Error>(
+        [&] {
+            softmax_backward(x, f64(device, {2, 3, 4}), x);
+        },
+        "softmax_backward: dx: shares memory with y");
 }
 
 TEST_CASE("front end: normalisations") {
@@ -518,20 +590,30 @@ TEST_CASE("front end: normalisations") {
                             "layer_norm: beta: expected shape [384], got [3]");
     check_error<ShapeError>([&] { layer_norm(x, gamma, Tensor(), y, f64(device, {5}), rstd); },
                             "layer_norm: mean: expected shape [6] or [2, 3], got [5]");
-    check_error<Error>([&] { layer_norm(x, gamma, Tensor(), y, mean, ids(device, {6}, std::vector<std::int32_t>(6))); },
-                       "layer_norm: rstd: expected dtype f64, got i32");
+    check_error<Error>(
+        [&] { layer_norm(x, gamma, Tensor(), y, mean, ids(device, {6}, std::vector<std::int32_t>(6))); },
+        "layer_norm: rstd: expected dtype f64, got i32");
     check_error<Error>([&] { layer_norm(x, gamma, Tensor(), y, mean, rstd, -1); }, "layer_norm: eps:");
-    check_error<Error>([&] { layer_norm(x, gamma, Tensor(), y, Tensor(), rstd); }, "layer_norm: mean: undefined tensor");
+    check_error<Error>([&] { layer_norm(x, gamma, Tensor(), y, Tensor(), rstd); },
+                       "layer_norm: mean: undefined tensor");
     const Tensor dx = f64(device, {2, 3, 384});
     layer_norm_backward(y, x, gamma, mean, rstd, dx, Tensor(), Tensor());
-    check_error<ShapeError>([&] { layer_norm_backward(y, x, gamma, mean, rstd, dx, f64(device, {2}), Tensor()); },
-                            "layer_norm_backward: dgamma: expected shape [384], got [2]");
+    check_error<ShapeError>(
+        [&] { layer_norm_backward(y, x, gamma, mean, rstd, dx, f64(device, {2}), Tensor()); },
+        "layer_norm_backward: dgamma: expected shape [384], got [2]");
     check_error<Error>([&] { layer_norm_backward(y, x, gamma, mean, rstd, y, Tensor(), Tensor()); },
                        "layer_norm_backward: dx: shares memory with dy");
-    check_error<ShapeError>([&] { layer_norm_backward(f64(device, {6, 384}), x, gamma, mean, rstd, dx, Tensor(), Tensor()); },
-                            "layer_norm_backward: dy: expected shape [2, 3, 384]");
+    check_error<ShapeError>(
+        [&] {
+            layer_norm_backward(f64(device, {6, 384}), x, gamma, mean, rstd, dx, Tensor(), Tensor());
+        },
+        "layer_norm_backward: dy: expected shape [2, 3, 384]");
     rms_norm(x, gamma, y, mean);
-    check_error<ShapeError>([&] { rms_norm(x, gamma, f64(device, {6, 384}), mean); }, "rms_norm: y: expected shape");
+    check_error<ShapeError>(
+        [&] {
+            rms_norm(x, gamma, f64(device, {6, 384}), mean);
+        },
+        "rms_norm: y: expected shape");
     check_error<ShapeError>([&] { rms_norm_backward(y, x, gamma, f64(device, {7}), dx, Tensor()); },
                             "rms_norm_backward: rstd: expected shape [6] or [2, 3], got [7]");
 }
@@ -542,37 +624,75 @@ TEST_CASE("front end: embeddings and cross-entropy, ids out of range on the refe
     const Tensor tokens = ids(device, {2, 2}, {0, 4, 2, 1});
     const Tensor out = f64(device, {2, 2, 3});
     embedding(tokens, table, out);
-    check_error<ShapeError>([&] { embedding(tokens, table, f64(device, {4, 3})); },
-                            "embedding: out: expected shape [2, 2, 3], got [4, 3]");
-    check_error<Error>([&] { embedding(f64(device, {2, 2}), table, out); }, "embedding: ids: expected dtype i32, got f64");
-    check_error<ShapeError>([&] { embedding(tokens, f64(device, {15}), out); }, "embedding: table: expected shape [V, D]");
-    check_error<Error>([&] { embedding(ids(device, {2, 2}, {0, 5, 1, 1}), table, out); },
-                       "embedding: ids[1] = 5 is outside [0, 5)");
-    check_error<Error>([&] { embedding(ids(device, {2, 2}, {0, 1, -3, 1}), table, out); },
-                       "embedding: ids[2] = -3 is outside [0, 5)");
-    check_error<Error>([&] { embedding_backward(ids(device, {2, 2}, {9, 1, 1, 1}), out, table); },
-                       "embedding_backward: ids[0] = 9 is outside [0, 5)");
-    check_error<ShapeError>([&] { embedding_backward(tokens, f64(device, {2, 2, 4}), table); },
-                            "embedding_backward: dout: expected shape [2, 2, 3]");
+    check_error<ShapeError>(
+        [&] {
+            embedding(tokens, table, f64(device, {4, 3}));
+        },
+        "embedding: out: expected shape [2, 2, 3], got [4, 3]");
+    check_error<Error>(
+        [&] {
+            embedding(f64(device, {2, 2}), table, out);
+        },
+        "embedding: ids: expected dtype i32, got f64");
+    check_error<ShapeError>([&] { embedding(tokens, f64(device, {15}), out); },
+                            "embedding: table: expected shape [V, D]");
+    check_error<Error>(
+        [&] {
+            embedding(ids(device, {2, 2}, {0, 5, 1, 1}), table, out);
+        },
+        "embedding: ids[1] = 5 is outside [0, 5)");
+    check_error<Error>(
+        [&] {
+            embedding(ids(device, {2, 2}, {0, 1, -3, 1}), table, out);
+        },
+        "embedding: ids[2] = -3 is outside [0, 5)");
+    check_error<Error>(
+        [&] {
+            embedding_backward(ids(device, {2, 2}, {9, 1, 1, 1}), out, table);
+        },
+        "embedding_backward: ids[0] = 9 is outside [0, 5)");
+    check_error<ShapeError>(
+        [&] {
+            embedding_backward(tokens, f64(device, {2, 2, 4}), table);
+        },
+        "embedding_backward: dout: expected shape [2, 2, 3]");
 
     const Tensor logits = f64(device, {4, 5});
     const Tensor losses = f64(device, {4});
     cross_entropy(logits, tokens.reshape({4}), losses, Tensor());
     cross_entropy(logits, ids(device, {4}, {-1, 1, 2, -1}), losses, logits);  // pad rows, in place
-    check_error<Error>([&] { cross_entropy(logits, ids(device, {4}, {0, 1, 5, 2}), losses, Tensor()); },
-                       "cross_entropy: targets[2] = 5 is outside [0, 5)");
-    check_error<Error>([&] { cross_entropy(logits, ids(device, {4}, {0, 1, -1, 2}), losses, Tensor(), 3); },
-                       "cross_entropy: targets[2] = -1 is outside [0, 5)");
-    check_error<ShapeError>([&] { cross_entropy(logits, ids(device, {3}, {0, 1, 2}), losses, Tensor()); },
-                            "cross_entropy: targets: expected shape [4], got [3]");
-    check_error<ShapeError>([&] { cross_entropy(logits, tokens.reshape({4}), f64(device, {4, 1}), Tensor()); },
-                            "cross_entropy: losses: expected shape [4]");
-    check_error<ShapeError>([&] { cross_entropy(logits, tokens.reshape({4}), losses, f64(device, {4, 4})); },
-                            "cross_entropy: dlogits: expected shape [4, 5]");
+    check_error<Error>(
+        [&] {
+            cross_entropy(logits, ids(device, {4}, {0, 1, 5, 2}), losses, Tensor());
+        },
+        "cross_entropy: targets[2] = 5 is outside [0, 5)");
+    check_error<Error>(
+        [&] {
+            cross_entropy(logits, ids(device, {4}, {0, 1, -1, 2}), losses, Tensor(), 3);
+        },
+        "cross_entropy: targets[2] = -1 is outside [0, 5)");
+    check_error<ShapeError>(
+        [&] {
+            cross_entropy(logits, ids(device, {3}, {0, 1, 2}), losses, Tensor());
+        },
+        "cross_entropy: targets: expected shape [4], got [3]");
+    check_error<ShapeError>(
+        [&] {
+            cross_entropy(logits, tokens.reshape({4}), f64(device, {4, 1}), Tensor());
+        },
+        "cross_entropy: losses: expected shape [4]");
+    check_error<ShapeError>(
+        [&] {
+            cross_entropy(logits, tokens.reshape({4}), losses, f64(device, {4, 4}));
+        },
+        "cross_entropy: dlogits: expected shape [4, 5]");
     check_error<Error>([&] { cross_entropy(logits, tokens.reshape({4}), losses, Tensor(), -1, inf); },
                        "cross_entropy: dloss: expected a finite value");
-    check_error<Error>([&] { global_norm_squared(std::vector<Tensor>{table, tokens}, f64(device, {1})); },
-                       "global_norm_squared: tensors[1]: expected a float dtype, got i32");
+    check_error<Error>(
+        [&] {
+            global_norm_squared(std::vector<Tensor>{table, tokens}, f64(device, {1}));
+        },
+        "global_norm_squared: tensors[1]: expected a float dtype, got i32");
     check_error<ShapeError>([&] { global_norm_squared(std::vector<Tensor>{table}, f64(device, {2})); },
                             "global_norm_squared: out: expected shape one element");
 }
@@ -585,18 +705,39 @@ TEST_CASE("front end: attention shapes, grouped heads, the kv cache") {
     const Tensor out = f64(device, {2, 3, 4, 8});
     const Tensor lse = f64(device, {2, 4, 3});
     attention(q, k, v, out, lse);
-    check_error<ShapeError>([&] { attention(q, f64(device, {2, 3, 3, 8}), f64(device, {2, 3, 3, 8}), out, lse); },
-                            "attention: k: expected shape a head count dividing q's 4");
-    check_error<ShapeError>([&] { attention(q, k, f64(device, {2, 3, 2, 4}), out, lse); },
-                            "attention: v: expected shape [2, 3, 2, 8], got [2, 3, 2, 4]");
-    check_error<ShapeError>([&] { attention(q, f64(device, {2, 3, 2, 4}), v, out, lse); }, "attention: k: expected shape [2, T, Hkv, 8]");
-    check_error<ShapeError>([&] { attention(q, f64(device, {2, 4, 2, 8}), f64(device, {2, 4, 2, 8}), out, lse); },
-                            "attention: k: expected shape [2, 3, Hkv, 8] (T from q)");
-    check_error<ShapeError>([&] { attention(q, k, v, out, f64(device, {2, 3, 4})); },
-                            "attention: lse: expected shape [2, 4, 3], got [2, 3, 4]");
-    check_error<ShapeError>([&] { attention(f64(device, {2, 3, 32}), k, v, out, lse); }, "attention: q: expected shape [B, T, Hq, D]");
+    check_error<ShapeError>(
+        [&] {
+            attention(q, f64(device, {2, 3, 3, 8}), f64(device, {2, 3, 3, 8}), out, lse);
+        },
+        "attention: k: expected shape a head count dividing q's 4");
+    check_error<ShapeError>(
+        [&] {
+            attention(q, k, f64(device, {2, 3, 2, 4}), out, lse);
+        },
+        "attention: v: expected shape [2, 3, 2, 8], got [2, 3, 2, 4]");
+    check_error<ShapeError>(
+        [&] {
+            attention(q, f64(device, {2, 3, 2, 4}), v, out, lse);
+        },
+        "attention: k: expected shape [2, T, Hkv, 8]");
+    check_error<ShapeError>(
+        [&] {
+            attention(q, f64(device, {2, 4, 2, 8}), f64(device, {2, 4, 2, 8}), out, lse);
+        },
+        "attention: k: expected shape [2, 3, Hkv, 8] (T from q)");
+    check_error<ShapeError>(
+        [&] {
+            attention(q, k, v, out, f64(device, {2, 3, 4}));
+        },
+        "attention: lse: expected shape [2, 4, 3], got [2, 3, 4]");
+    check_error<ShapeError>(
+        [&] {
+            attention(f64(device, {2, 3, 32}), k, v, out, lse);
+        },
+        "attention: q: expected shape [B, T, Hq, D]");
     check_error<Error>([&] { attention(q, k, v, q, lse); }, "attention: out: shares memory with q");
-    check_error<Error>([&] { attention(q, k, v, out, lse, {.scale = inf}); }, "attention: scale: expected a finite value");
+    check_error<Error>([&] { attention(q, k, v, out, lse, {.scale = inf}); },
+                       "attention: scale: expected a finite value");
     const Tensor dq = f64(device, {2, 3, 4, 8});
     attention_backward(q, k, v, out, lse, out, dq, Tensor(), Tensor());
     check_error<ShapeError>([&] { attention_backward(q, k, v, out, lse, out, Tensor(), dq, Tensor()); },
@@ -605,10 +746,16 @@ TEST_CASE("front end: attention shapes, grouped heads, the kv cache") {
                        "attention_backward: dq: shares memory with dout");
     const Tensor cache = f64(device, {2, 6, 2, 8});
     kv_attention(q, cache, f64(device, {2, 6, 2, 8}), out, 3);
-    check_error<Error>([&] { kv_attention(q, cache, f64(device, {2, 6, 2, 8}), out, 4); },
-                       "kv_attention: past: past 4 + Tq 3 exceeds the cache's Tmax 6");
-    check_error<ShapeError>([&] { kv_attention(q, cache, f64(device, {2, 5, 2, 8}), out, 0); },
-                            "kv_attention: v_cache: expected shape [2, 6, 2, 8]");
+    check_error<Error>(
+        [&] {
+            kv_attention(q, cache, f64(device, {2, 6, 2, 8}), out, 4);
+        },
+        "kv_attention: past: past 4 + Tq 3 exceeds the cache's Tmax 6");
+    check_error<ShapeError>(
+        [&] {
+            kv_attention(q, cache, f64(device, {2, 5, 2, 8}), out, 0);
+        },
+        "kv_attention: v_cache: expected shape [2, 6, 2, 8]");
 }
 
 TEST_CASE("front end: elementwise tapes, broadcasting, counts") {
@@ -623,34 +770,57 @@ TEST_CASE("front end: elementwise tapes, broadcasting, counts") {
     for (const Shape& shape : {Shape{2, 3}, Shape{1}, Shape{}, Shape{3}, Shape{2, 1}, Shape{1, 1}}) {
         elementwise(tape, std::vector<Tensor>{s, f64(device, shape)}, std::vector<Tensor>{out}, params);
     }
-    check_error<ShapeError>([&] { elementwise(tape, std::vector<Tensor>{s, f64(device, {2})}, std::vector<Tensor>{out}, params); },
-                            "elementwise: inputs[1]: expected shape [2, 3] or one that broadcasts");
-    check_error<ShapeError>([&] { elementwise(tape, std::vector<Tensor>{s, s}, std::vector<Tensor>{f64(device, {3, 2})}, params); },
-                            "elementwise: inputs[0]: expected shape [3, 2]");
+    check_error<ShapeError>(
+        [&] {
+            elementwise(tape, std::vector<Tensor>{s, f64(device, {2})}, std::vector<Tensor>{out}, params);
+        },
+        "elementwise: inputs[1]: expected shape [2, 3] or one that broadcasts");
+    check_error<ShapeError>(
+        [&] {
+            elementwise(tape, std::vector<Tensor>{s, s}, std::vector<Tensor>{f64(device, {3, 2})}, params);
+        },
+        "elementwise: inputs[0]: expected shape [3, 2]");
     check_error<Error>([&] { elementwise(tape, std::vector<Tensor>{s}, std::vector<Tensor>{out}, params); },
                        "elementwise: inputs: 1 tensors for a tape of 2 inputs");
-    check_error<Error>([&] { elementwise(tape, std::vector<Tensor>{s, s}, std::vector<Tensor>{out, out}, params); },
-                       "elementwise: outputs: 2 tensors for a tape of 1 outputs");
-    check_error<Error>([&] { elementwise(tape, std::vector<Tensor>{s, s}, std::vector<Tensor>{out}); },
-                       "elementwise: params: 0 values for a tape of 1 parameters");
-    check_error<Error>([&] { elementwise(tape, std::vector<Tensor>{s, ids(device, {1}, {1})}, std::vector<Tensor>{out}, params); },
-                       "elementwise: inputs[1]: expected a float dtype");
+    check_error<Error>(
+        [&] {
+            elementwise(tape, std::vector<Tensor>{s, s}, std::vector<Tensor>{out, out}, params);
+        },
+        "elementwise: outputs: 2 tensors for a tape of 1 outputs");
+    check_error<Error>(
+        [&] {
+            elementwise(tape, std::vector<Tensor>{s, s}, std::vector<Tensor>{out});
+        },
+        "elementwise: params: 0 values for a tape of 1 parameters");
+    check_error<Error>(
+        [&] {
+            elementwise(tape, std::vector<Tensor>{s, ids(device, {1}, {1})}, std::vector<Tensor>{out},
+                        params);
+        },
+        "elementwise: inputs[1]: expected a float dtype");
     elementwise(tape, std::vector<Tensor>{out, s}, std::vector<Tensor>{out}, params);  // in place
     const Tensor grad = f64(device, {2, 3});
     const Tensor row = f64(device, {3});
     elementwise_backward(tape, std::vector<Tensor>{s, row}, std::vector<Tensor>{out},
                          std::vector<Tensor>{grad, f64(device, {3})}, params);
-    check_error<ShapeError>([&] {
-        elementwise_backward(tape, std::vector<Tensor>{s, row}, std::vector<Tensor>{out},
-                             std::vector<Tensor>{grad, f64(device, {2, 3})}, params);
-    }, "elementwise_backward: input_grads[1]: expected shape [3], got [2, 3]");
-    check_error<Error>([&] {
-        elementwise_backward(tape, std::vector<Tensor>{s, row}, std::vector<Tensor>{out}, std::vector<Tensor>{grad}, params);
-    }, "elementwise_backward: input_grads: 1 tensors for 2 inputs");
-    check_error<Error>([&] {
-        elementwise_backward(tape, std::vector<Tensor>{s, row}, std::vector<Tensor>{out},
-                             std::vector<Tensor>{out, Tensor()}, params);
-    }, "elementwise_backward: input_grads[0]: shares memory with output_grads[0]");
+    check_error<ShapeError>(
+        [&] {
+            elementwise_backward(tape, std::vector<Tensor>{s, row}, std::vector<Tensor>{out},
+                                 std::vector<Tensor>{grad, f64(device, {2, 3})}, params);
+        },
+        "elementwise_backward: input_grads[1]: expected shape [3], got [2, 3]");
+    check_error<Error>(
+        [&] {
+            elementwise_backward(tape, std::vector<Tensor>{s, row}, std::vector<Tensor>{out},
+                                 std::vector<Tensor>{grad}, params);
+        },
+        "elementwise_backward: input_grads: 1 tensors for 2 inputs");
+    check_error<Error>(
+        [&] {
+            elementwise_backward(tape, std::vector<Tensor>{s, row}, std::vector<Tensor>{out},
+                                 std::vector<Tensor>{out, Tensor()}, params);
+        },
+        "elementwise_backward: input_grads[0]: shares memory with output_grads[0]");
 }
 
 TEST_CASE("dropout's mask: the kept fraction, independent streams and seeds, bad p") {

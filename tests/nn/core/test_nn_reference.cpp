@@ -131,8 +131,9 @@ TEST_CASE("matmul: every layout, alpha and beta, batches with shared operands") 
                     if (batch_a) a_shape.insert(a_shape.begin(), batches);
                     if (batch_b) b_shape.insert(b_shape.begin(), batches);
                     const Tensor c = tensor({batches, m, n}, cs);
-                    matmul(tensor(a_shape, as), tensor(b_shape, bs), c,
-                           {.transpose_a = transpose_a, .transpose_b = transpose_b, .alpha = 0.5, .beta = -2});
+                    matmul(
+                        tensor(a_shape, as), tensor(b_shape, bs), c,
+                        {.transpose_a = transpose_a, .transpose_b = transpose_b, .alpha = 0.5, .beta = -2});
                     std::vector<double> expected(cs.size());
                     for (std::size_t batch = 0; batch < batches; ++batch) {
                         const double* A = as.data() + (batch_a ? batch * m * k : 0);
@@ -212,7 +213,8 @@ TEST_CASE("layer_norm: the formula, statistics, no beta, in place") {
         for (std::size_t j = 0; j < 4; ++j) v += (xs[r * 4 + j] - m) * (xs[r * 4 + j] - m) / 4;
         means[r] = m;
         rstds[r] = 1 / std::sqrt(v + 1e-5);
-        for (std::size_t j = 0; j < 4; ++j) expected[r * 4 + j] = (xs[r * 4 + j] - m) * rstds[r] * gamma[j] + beta[j];
+        for (std::size_t j = 0; j < 4; ++j)
+            expected[r * 4 + j] = (xs[r * 4 + j] - m) * rstds[r] * gamma[j] + beta[j];
     }
     check_close(y.to_double(), expected, 1e-13, "y");
     check_close(mean.to_double(), means, 1e-14, "mean");
@@ -251,7 +253,8 @@ TEST_CASE("layer_norm_backward: finite differences for x, gamma and beta, added"
     check_close(added(dbeta, dbeta0), numeric_gradient(beta, loss), 1e-7, "dbeta");
     // Undefined gradients are skipped.
     const Tensor dgamma_only = tensor({n}, std::vector<double>(n, 0.0));
-    layer_norm_backward(tensor({rows, n}, weights), x, tensor({n}, gamma), mean, rstd, Tensor(), dgamma_only, Tensor());
+    layer_norm_backward(tensor({rows, n}, weights), x, tensor({n}, gamma), mean, rstd, Tensor(), dgamma_only,
+                        Tensor());
     check_close(dgamma_only.to_double(), added(dgamma, dgamma0), 1e-15, "dgamma alone");
 }
 
@@ -269,7 +272,8 @@ TEST_CASE("rms_norm and its backward: formula, finite differences") {
         double ms = 0;
         for (std::size_t j = 0; j < n; ++j) ms += xs[r * n + j] * xs[r * n + j] / n;
         CHECK(rstd.to_double()[r] == doctest::Approx(1 / std::sqrt(ms + 1e-6)).epsilon(1e-14));
-        for (std::size_t j = 0; j < n; ++j) expected[r * n + j] = xs[r * n + j] / std::sqrt(ms + 1e-6) * gamma[j];
+        for (std::size_t j = 0; j < n; ++j)
+            expected[r * n + j] = xs[r * n + j] / std::sqrt(ms + 1e-6) * gamma[j];
     }
     check_close(y.to_double(), expected, 1e-13, "y");
     auto loss = [&] {
@@ -295,7 +299,8 @@ TEST_CASE("embedding and embedding_backward: rows gathered, gradients summed per
     const std::vector<std::int32_t> id_values = ids.to_int();
     std::vector<double> expected(18);
     for (std::size_t t = 0; t < 6; ++t) {
-        for (std::size_t d = 0; d < 3; ++d) expected[t * 3 + d] = table[static_cast<std::size_t>(id_values[t]) * 3 + d];
+        for (std::size_t d = 0; d < 3; ++d)
+            expected[t * 3 + d] = table[static_cast<std::size_t>(id_values[t]) * 3 + d];
     }
     CHECK(out.to_double() == expected);
     // Backward: dtable[id] += dout[t]; rows never looked up keep their values.
@@ -305,7 +310,8 @@ TEST_CASE("embedding and embedding_backward: rows gathered, gradients summed per
     embedding_backward(ids, tensor({2, 3, 3}, dout), dtable);
     std::vector<double> sums(15, 0.0);
     for (std::size_t t = 0; t < 6; ++t) {
-        for (std::size_t d = 0; d < 3; ++d) sums[static_cast<std::size_t>(id_values[t]) * 3 + d] += dout[t * 3 + d];
+        for (std::size_t d = 0; d < 3; ++d)
+            sums[static_cast<std::size_t>(id_values[t]) * 3 + d] += dout[t * 3 + d];
     }
     check_close(added(dtable, dtable0), sums, 1e-15, "dtable");
     // A bad id: nothing is written.
@@ -376,8 +382,8 @@ TEST_CASE("elementwise: broadcast inputs, parameters, two outputs, in place") {
     // In place, and a scalar input.
     const Tensor x = tensor({2, 3}, xs);
     const Tensor scratch = tensor({2, 3}, std::vector<double>(6, 0.0));
-    elementwise(tape, std::vector<Tensor>{x, tensor({}, {2.0}), tensor({1}, {0.0})}, std::vector<Tensor>{x, scratch},
-                params);
+    elementwise(tape, std::vector<Tensor>{x, tensor({}, {2.0}), tensor({1}, {0.0})},
+                std::vector<Tensor>{x, scratch}, params);
     for (std::size_t i = 0; i < 6; ++i) CHECK(x.to_double()[i] == doctest::Approx(2 * xs[i]).epsilon(1e-15));
 }
 
@@ -398,7 +404,8 @@ TEST_CASE("elementwise_backward: finite differences through broadcasting, added,
                     std::vector<Tensor>{out0, out1}, params);
         return weighted_sum(out0.to_double(), w0) + weighted_sum(out1.to_double(), w1);
     };
-    const std::vector<double> dx0 = random_values(6, 95), dy0 = random_values(3, 96), dz0 = random_values(2, 97);
+    const std::vector<double> dx0 = random_values(6, 95), dy0 = random_values(3, 96),
+                              dz0 = random_values(2, 97);
     const Tensor dx = tensor({2, 3}, dx0), dy = tensor({3}, dy0), dz = tensor({2, 1}, dz0);
     const std::vector<Tensor> inputs = {tensor({2, 3}, xs), tensor({3}, ys), tensor({2, 1}, zs)};
     const std::vector<Tensor> output_grads = {tensor({2, 3}, w0), tensor({2, 3}, w1)};
@@ -408,6 +415,7 @@ TEST_CASE("elementwise_backward: finite differences through broadcasting, added,
     check_close(added(dz, dz0), numeric_gradient(zs, loss), 1e-8, "dz (column)");
     // Only dy: the others skipped.
     const Tensor dy_only = tensor({3}, {0, 0, 0});
-    elementwise_backward(tape, inputs, output_grads, std::vector<Tensor>{Tensor(), dy_only, Tensor()}, params);
+    elementwise_backward(tape, inputs, output_grads, std::vector<Tensor>{Tensor(), dy_only, Tensor()},
+                         params);
     check_close(dy_only.to_double(), added(dy, dy0), 1e-15, "dy alone");
 }

@@ -37,7 +37,9 @@ void direct_attention(const Sizes& s, const std::vector<double>& q, const std::v
     for (std::size_t b = 0; b < s.batch; ++b) {
         for (std::size_t h = 0; h < s.query_heads; ++h) {
             const std::size_t g = h * s.kv_heads / s.query_heads;  // the kv head of query head h
-            auto Q = [&](std::size_t t, std::size_t d) { return q[((b * T + t) * s.query_heads + h) * D + d]; };
+            auto Q = [&](std::size_t t, std::size_t d) {
+                return q[((b * T + t) * s.query_heads + h) * D + d];
+            };
             auto K = [&](std::size_t t, std::size_t d) { return k[((b * T + t) * s.kv_heads + g) * D + d]; };
             auto V = [&](std::size_t t, std::size_t d) { return v[((b * T + t) * s.kv_heads + g) * D + d]; };
             std::vector<std::vector<double>> S(T, std::vector<double>(T));
@@ -89,8 +91,8 @@ TEST_CASE("attention: the direct formula, causal or not, grouped heads, scale") 
                 const std::vector<double> v = random_values(element_count(s.kv()), 102);
                 const Result result = run_attention(s, q, k, v, {.scale = scale, .causal = causal});
                 std::vector<double> out, lse;
-                direct_attention(s, q, k, v, scale == 0 ? 1 / std::sqrt(static_cast<double>(s.dim)) : scale, causal,
-                                 out, lse);
+                direct_attention(s, q, k, v, scale == 0 ? 1 / std::sqrt(static_cast<double>(s.dim)) : scale,
+                                 causal, out, lse);
                 check_close(result.out, out, 1e-13, "out");
                 check_close(result.lse, lse, 1e-13, "lse");
             }
@@ -149,7 +151,8 @@ TEST_CASE("attention_backward: finite differences for q, k and v, added, skipped
             check_close(added(dk, dk0), numeric_gradient(k, loss), 1e-8, "dk");
             check_close(added(dv, dv0), numeric_gradient(v, loss), 1e-8, "dv");
             const Tensor dq_only = tensor(s.q(), std::vector<double>(q.size(), 0.0));
-            attention_backward(qt, kt, vt, out, lse, tensor(s.q(), weights), dq_only, Tensor(), Tensor(), options);
+            attention_backward(qt, kt, vt, out, lse, tensor(s.q(), weights), dq_only, Tensor(), Tensor(),
+                               options);
             check_close(dq_only.to_double(), dq_kernel, 1e-15, "dq alone");
         }
     }
@@ -178,14 +181,15 @@ TEST_CASE("kv_attention: the last Tq queries of full attention, past positions f
             }
             const std::size_t q_row = full.query_heads * full.dim;
             for (std::size_t t = past; t < past + steps; ++t) {
-                for (std::size_t i = 0; i < q_row; ++i) q_last.push_back(q[(b * full.length + t) * q_row + i]);
+                for (std::size_t i = 0; i < q_row; ++i)
+                    q_last.push_back(q[(b * full.length + t) * q_row + i]);
             }
         }
         const Shape q_shape = {full.batch, steps, full.query_heads, full.dim};
         const Shape cache_shape = {full.batch, tmax, full.kv_heads, full.dim};
         const Tensor out = tensor(q_shape, std::vector<double>(q_last.size(), 0.0));
-        kv_attention(tensor(q_shape, q_last), tensor(cache_shape, k_cache), tensor(cache_shape, v_cache), out, past,
-                     {.causal = causal});
+        kv_attention(tensor(q_shape, q_last), tensor(cache_shape, k_cache), tensor(cache_shape, v_cache), out,
+                     past, {.causal = causal});
         std::vector<double> expected_last;
         const std::size_t q_row = full.query_heads * full.dim;
         for (std::size_t b = 0; b < full.batch; ++b) {

@@ -42,7 +42,8 @@ double median_seconds(const Device& device, int reps, int inner, const std::func
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < inner; ++i) call();
         device.synchronize();
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / inner);
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                        inner);
     }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
@@ -55,8 +56,9 @@ void report(const Settings& settings, const std::string& device, const std::stri
     if (copy_gbps > 0) std::printf("  %5.1f%% of copy", 100 * gbps / copy_gbps);
     std::printf("\n");
     if (settings.json)
-        std::printf("{\"device\": \"%s\", \"case\": \"%s\", \"ms\": %.6f, \"gbps\": %.3f, \"of_copy\": %.4f}\n",
-                    device.c_str(), name.c_str(), seconds * 1e3, gbps, copy_gbps > 0 ? gbps / copy_gbps : 0.0);
+        std::printf(
+            "{\"device\": \"%s\", \"case\": \"%s\", \"ms\": %.6f, \"gbps\": %.3f, \"of_copy\": %.4f}\n",
+            device.c_str(), name.c_str(), seconds * 1e3, gbps, copy_gbps > 0 ? gbps / copy_gbps : 0.0);
     std::fflush(stdout);
 }
 
@@ -105,9 +107,9 @@ bool check_gelu(const Tensor& x, const Tensor& y) {
 }
 
 void run_device(const Settings& settings, const Device& device, const std::string& name) {
-    const std::size_t n = settings.quick ? (std::size_t{1} << 18)
-                                         : (device.kind() == DeviceKind::gpu ? std::size_t{1} << 26
-                                                                             : std::size_t{1} << 23);
+    const std::size_t n =
+        settings.quick ? (std::size_t{1} << 18)
+                       : (device.kind() == DeviceKind::gpu ? std::size_t{1} << 26 : std::size_t{1} << 23);
     const int inner = settings.quick ? 2 : (device.kind() == DeviceKind::gpu ? 20 : 3);
     const std::size_t cols = 1024, rows = n / cols;
     const Tensor a = device.upload({rows, cols}, std::span<const float>(ramp(n, 3)), DType::f32);
@@ -123,12 +125,14 @@ void run_device(const Settings& settings, const Device& device, const std::strin
         elementwise(gelu, std::span<const Tensor>(&x, 1), std::span<const Tensor>(&y, 1));
     };
     report(settings, name, "gelu forward f32",
-           median_seconds(device, settings.reps, inner, [&] { gelu_forward(a, c); }), 8.0 * double(n), copy_gbps);
+           median_seconds(device, settings.reps, inner, [&] { gelu_forward(a, c); }), 8.0 * double(n),
+           copy_gbps);
     if (!check_gelu(a, c)) std::printf("%s: gelu forward f32 gives WRONG results\n", name.c_str());
     report(settings, name, "gelu backward f32 (dx += ...)",
            median_seconds(device, settings.reps, inner,
                           [&] {
-                              elementwise_backward(gelu, std::span<const Tensor>(&a, 1), std::span<const Tensor>(&b, 1),
+                              elementwise_backward(gelu, std::span<const Tensor>(&a, 1),
+                                                   std::span<const Tensor>(&b, 1),
                                                    std::span<const Tensor>(&d, 1));
                           }),
            16.0 * double(n), copy_gbps);
@@ -154,9 +158,10 @@ void run_device(const Settings& settings, const Device& device, const std::strin
     const Tensor m = device.zeros({rows, cols}, DType::f32);
     const Tensor inputs[4] = {w, b, m, v}, outputs[3] = {w, m, v};
     const std::vector<double> params{1e-3, 0.9, 0.95, 1e-8, 0.1, 10.0, 20.0};
-    report(settings, name, "adamw f32 in place",
-           median_seconds(device, settings.reps, inner, [&] { elementwise(update, inputs, outputs, params); }),
-           28.0 * double(n), copy_gbps);
+    report(
+        settings, name, "adamw f32 in place",
+        median_seconds(device, settings.reps, inner, [&] { elementwise(update, inputs, outputs, params); }),
+        28.0 * double(n), copy_gbps);
 }
 
 }  // namespace
@@ -165,20 +170,27 @@ int main(int argc, char** argv) {
     Settings settings;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--quick") settings.quick = true;
-        else if (arg == "--json") settings.json = true;
-        else if (arg == "--device" && i + 1 < argc) settings.device = argv[++i];
-        else if (arg == "--reps" && i + 1 < argc) settings.reps = std::max(1, std::atoi(argv[++i]));
+        if (arg == "--quick")
+            settings.quick = true;
+        else if (arg == "--json")
+            settings.json = true;
+        else if (arg == "--device" && i + 1 < argc)
+            settings.device = argv[++i];
+        else if (arg == "--reps" && i + 1 < argc)
+            settings.reps = std::max(1, std::atoi(argv[++i]));
         else {
-            std::fprintf(stderr, "usage: bench_nn_elementwise [--quick] [--json] [--device cpu|gpu|all] [--reps N]\n");
+            std::fprintf(
+                stderr, "usage: bench_nn_elementwise [--quick] [--json] [--device cpu|gpu|all] [--reps N]\n");
             return 2;
         }
     }
     try {
         if (settings.device != "gpu") run_device(settings, Device::cpu(), "cpu");
         if (settings.device != "cpu") {
-            if (Device::gpu_available()) run_device(settings, Device::gpu(), "gpu");
-            else std::printf("gpu: no Vulkan device, skipped\n");
+            if (Device::gpu_available())
+                run_device(settings, Device::gpu(), "gpu");
+            else
+                std::printf("gpu: no Vulkan device, skipped\n");
         }
     } catch (const tapevm::Error& error) {
         std::fprintf(stderr, "bench_nn_elementwise: %s\n", error.what());

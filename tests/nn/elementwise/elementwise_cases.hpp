@@ -64,7 +64,8 @@ inline void check_close(const std::vector<double>& got, const std::vector<double
     for (std::size_t i = 0; i < got.size(); ++i) {
         if (std::abs(got[i] - want[i]) <= tol * (std::abs(want[i]) + scale)) continue;
         if (bad++ < 3)
-            first += " [" + std::to_string(i) + "] got " + std::to_string(got[i]) + " want " + std::to_string(want[i]);
+            first += " [" + std::to_string(i) + "] got " + std::to_string(got[i]) + " want " +
+                     std::to_string(want[i]);
     }
     CHECK_MESSAGE(bad == 0, what << ": " << bad << " of " << got.size() << " elements differ:" << first);
 }
@@ -127,7 +128,8 @@ inline void check_forward(const Device& device, const Tape& tape, const std::vec
     std::vector<Tensor> x, xr, y, yr;
     for (const Operand& op : inputs) {
         x.push_back(device.upload(op.shape, std::span<const double>(op.values), dtype));
-        xr.push_back(reference.upload(op.shape, std::span<const double>(rounded(op.values, dtype)), DType::f64));
+        xr.push_back(
+            reference.upload(op.shape, std::span<const double>(rounded(op.values, dtype)), DType::f64));
     }
     for (std::uint32_t j = 0; j < tape.output_count(); ++j) {
         y.push_back(device.zeros(shape, dtype));
@@ -151,12 +153,14 @@ inline void check_backward(const Device& device, const Tape& tape, const std::ve
     unsigned seed = 1000;
     for (const Operand& op : inputs) {
         x.push_back(device.upload(op.shape, std::span<const double>(op.values), dtype));
-        xr.push_back(reference.upload(op.shape, std::span<const double>(rounded(op.values, dtype)), DType::f64));
+        xr.push_back(
+            reference.upload(op.shape, std::span<const double>(rounded(op.values, dtype)), DType::f64));
         const std::vector<double> start = random_values(op.values.size(), seed++, -0.5, 0.5);
         const bool skipped = static_cast<int>(dx.size()) == skip;
         dx.push_back(skipped ? Tensor() : device.upload(op.shape, std::span<const double>(start), dtype));
-        dxr.push_back(skipped ? Tensor()
-                              : reference.upload(op.shape, std::span<const double>(rounded(start, dtype)), DType::f64));
+        dxr.push_back(
+            skipped ? Tensor()
+                    : reference.upload(op.shape, std::span<const double>(rounded(start, dtype)), DType::f64));
     }
     for (std::uint32_t j = 0; j < tape.output_count(); ++j) {
         const std::vector<double> g = random_values(tapevm::nn::element_count(shape), seed++);
@@ -169,8 +173,9 @@ inline void check_backward(const Device& device, const Tape& tape, const std::ve
         if (!dx[i].defined()) continue;
         // A broadcast gradient sums many terms: scale the tolerance by their count.
         const double terms = double(tapevm::nn::element_count(shape)) / double(dx[i].size());
-        check_close(dx[i].to_double(), dxr[i].to_double(), tolerance(dtype) * (1 + std::sqrt(terms)), 1e-2 * terms,
-                    "input_grads[" + std::to_string(i) + "] (" + std::string(tapevm::nn::dtype_name(dtype)) + ")");
+        check_close(
+            dx[i].to_double(), dxr[i].to_double(), tolerance(dtype) * (1 + std::sqrt(terms)), 1e-2 * terms,
+            "input_grads[" + std::to_string(i) + "] (" + std::string(tapevm::nn::dtype_name(dtype)) + ")");
     }
 }
 
@@ -206,8 +211,11 @@ inline void broadcasting(const Device& device, DType dtype) {
     check_backward(device, tape, operands({Shape{8}, Shape{}, Shape{8}, Shape{1}}, 11), Shape{8}, dtype);
     // A rank-0 scalar input.
     const Shape shape{4, 6};
-    check_forward(device, tape, {{Shape{4, 6}, random_values(24, 3)}, {Shape{}, {0.75}}, {Shape{6}, random_values(6, 4)},
-                                 {Shape{4, 1}, random_values(4, 5)}},
+    check_forward(device, tape,
+                  {{Shape{4, 6}, random_values(24, 3)},
+                   {Shape{}, {0.75}},
+                   {Shape{6}, random_values(6, 4)},
+                   {Shape{4, 1}, random_values(4, 5)}},
                   shape, dtype);
 }
 
@@ -229,11 +237,13 @@ inline void in_place(const Device& device, DType dtype) {
     for (double& v : ops[3].values) v = std::abs(v);
     const std::vector<double> params{1e-2, 0.9, 0.999, 1e-8, 0.1};
     std::vector<Tensor> x;
-    for (const Operand& op : ops) x.push_back(device.upload(op.shape, std::span<const double>(op.values), dtype));
+    for (const Operand& op : ops)
+        x.push_back(device.upload(op.shape, std::span<const double>(op.values), dtype));
     const Device reference = Device::reference();
     std::vector<Tensor> xr, yr;
     for (const Operand& op : ops)
-        xr.push_back(reference.upload(op.shape, std::span<const double>(rounded(op.values, dtype)), DType::f64));
+        xr.push_back(
+            reference.upload(op.shape, std::span<const double>(rounded(op.values, dtype)), DType::f64));
     for (int j = 0; j < 3; ++j) yr.push_back(reference.zeros(shape, DType::f64));
     const std::vector<Tensor> outputs{x[0], x[2], x[3]};
     tapevm::nn::elementwise(tape, x, outputs, params);
@@ -305,7 +315,8 @@ inline std::vector<std::vector<float>> backward_bits(const Device& device, DType
 inline void deterministic(const Device& device) {
     const auto a = backward_bits(device, DType::f32);
     const auto b = backward_bits(device, DType::f32);
-    for (std::size_t i = 0; i < a.size(); ++i) CHECK_MESSAGE(same_bits(a[i], b[i]), "input_grads[" << i << "]");
+    for (std::size_t i = 0; i < a.size(); ++i)
+        CHECK_MESSAGE(same_bits(a[i], b[i]), "input_grads[" << i << "]");
 }
 
 /// f16/bf16 loads and stores: y = a * b over f16 (bf16) tensors equals the host's
@@ -314,9 +325,20 @@ inline void deterministic(const Device& device) {
 /// subnormals, overflow to infinity, infinities, NaN, -0.
 inline void conversions(const Device& device) {
     const tapevm::Tape product = tapevm::record(2, [](std::span<const Var> x) { return x[0] * x[1]; });
-    std::vector<float> a{0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 60000.0f, 1e-7f, 6.1e-5f, 3.14159265f, 1.0009765625f,
-                         std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
-    for (int i = 0; i < 52; ++i) a.push_back(static_cast<float>(std::ldexp(1.0 + i / 64.0, 3 * (i % 12) - 24)));
+    std::vector<float> a{0.0f,
+                         -0.0f,
+                         1.0f,
+                         -2.5f,
+                         65504.0f,
+                         60000.0f,
+                         1e-7f,
+                         6.1e-5f,
+                         3.14159265f,
+                         1.0009765625f,
+                         std::numeric_limits<float>::infinity(),
+                         std::numeric_limits<float>::quiet_NaN()};
+    for (int i = 0; i < 52; ++i)
+        a.push_back(static_cast<float>(std::ldexp(1.0 + i / 64.0, 3 * (i % 12) - 24)));
     const float factors[] = {1.0f, 0.5f, 1.5f, 3.0f, 1.0009765625f, 0.33325195f, 1.99902344f, -1.00195312f};
     std::vector<float> b;
     for (std::size_t i = 0; i < a.size(); ++i) b.push_back(factors[i % 8]);

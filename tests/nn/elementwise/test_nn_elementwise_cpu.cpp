@@ -39,7 +39,8 @@ TEST_SUITE("nn_elementwise_cpu") {
         deterministic(cpu());
         const auto one = backward_bits(Device::cpu({.threads = 1}), DType::f32);
         const auto two = backward_bits(Device::cpu({.threads = 2}), DType::f32);
-        for (std::size_t i = 0; i < one.size(); ++i) CHECK_MESSAGE(same_bits(one[i], two[i]), "input_grads[" << i << "]");
+        for (std::size_t i = 0; i < one.size(); ++i)
+            CHECK_MESSAGE(same_bits(one[i], two[i]), "input_grads[" << i << "]");
     }
 
     TEST_CASE("f16 and bf16 stores and loads: the host's conversions, bit for bit") { conversions(cpu()); }

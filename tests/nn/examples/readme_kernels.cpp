@@ -29,14 +29,14 @@ int main() {
         const Tensor dH = device.zeros({8, 16}, f), dgamma = device.zeros({16}, f);
         const Tensor dW = device.zeros({16, 16}, f);
         layer_norm_backward(Y, H, gamma, mean, rstd, dH, dgamma, Tensor());
-        matmul(dH, X, dW, {.transpose_a = true, .beta = 1});  // dW += dH^T X
+        matmul(dH, X, dW, {.transpose_a = true, .beta = 1});                  // dW += dH^T X
         const std::vector<float> gw = dW.to_float(), gg = dgamma.to_float();  // waits here only
         std::printf("%s: dW[0][0] = %.6f, dgamma[0] = %.6f\n", device.name().c_str(), gw[0], gg[0]);
         if (expected.empty()) expected = gw;
         for (std::size_t i = 0; i < gw.size(); ++i)
             if (!(std::fabs(gw[i] - expected[i]) <= 1e-4f * (1 + std::fabs(expected[i])))) {
-                std::printf("%s: dW[%zu] = %g, the reference device gives %g\n", device.name().c_str(), i, gw[i],
-                            expected[i]);
+                std::printf("%s: dW[%zu] = %g, the reference device gives %g\n", device.name().c_str(), i,
+                            gw[i], expected[i]);
                 return 1;
             }
     }

@@ -43,7 +43,8 @@ double median_seconds(Device& device, int reps, int inner, const std::function<v
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < inner; ++i) call();
         device.synchronize();
-        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() / inner);
+        times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() /
+                        inner);
     }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
@@ -55,8 +56,9 @@ void report(const Settings& settings, const std::string& name, double seconds, d
     if (bytes > 0) std::printf("  %8.1f GB/s", bytes / seconds * 1e-9);
     std::printf("\n");
     if (settings.json)
-        std::printf("{\"case\": \"%s\", \"ms\": %.6f, \"tflops\": %.4f, \"gbps\": %.3f}\n", name.c_str(), seconds * 1e3,
-                    flops > 0 ? flops / seconds * 1e-12 : 0.0, bytes > 0 ? bytes / seconds * 1e-9 : 0.0);
+        std::printf("{\"case\": \"%s\", \"ms\": %.6f, \"tflops\": %.4f, \"gbps\": %.3f}\n", name.c_str(),
+                    seconds * 1e3, flops > 0 ? flops / seconds * 1e-12 : 0.0,
+                    bytes > 0 ? bytes / seconds * 1e-9 : 0.0);
     std::fflush(stdout);
 }
 
@@ -71,32 +73,36 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
 }
 
 /// Checks 64 sampled entries of C = op(A) op(B) against float64 sums of the stored inputs.
-bool check_matmul(const Tensor& a, const Tensor& b, const Tensor& c, std::size_t m, std::size_t n, std::size_t k,
-                  bool ta, bool tb) {
+bool check_matmul(const Tensor& a, const Tensor& b, const Tensor& c, std::size_t m, std::size_t n,
+                  std::size_t k, bool ta, bool tb) {
     const auto ha = a.to_double(), hb = b.to_double(), hc = c.to_double();
     const double u = c.dtype() == DType::f32 ? std::ldexp(1.0, -24) : std::ldexp(1.0, -11);
     for (int s = 0; s < 64; ++s) {
-        const std::size_t i = (static_cast<std::size_t>(s) * 7919) % m, j = (static_cast<std::size_t>(s) * 104729) % n;
+        const std::size_t i = (static_cast<std::size_t>(s) * 7919) % m,
+                          j = (static_cast<std::size_t>(s) * 104729) % n;
         double sum = 0, magnitude = 0;
         for (std::size_t l = 0; l < k; ++l) {
             const double av = ta ? ha[l * m + i] : ha[i * k + l], bv = tb ? hb[j * k + l] : hb[l * n + j];
             sum += av * bv;
             magnitude += std::abs(av * bv);
         }
-        const double tolerance = 2.0 * static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude + u * std::abs(sum);
+        const double tolerance =
+            2.0 * static_cast<double>(k) * std::ldexp(1.0, -24) * magnitude + u * std::abs(sum);
         if (std::abs(hc[i * n + j] - sum) > tolerance) {
-            std::printf("  WRONG: C[%zu][%zu] = %.9g, want %.9g +- %.3g\n", i, j, hc[i * n + j], sum, tolerance);
+            std::printf("  WRONG: C[%zu][%zu] = %.9g, want %.9g +- %.3g\n", i, j, hc[i * n + j], sum,
+                        tolerance);
             return false;
         }
     }
     return true;
 }
 
-void bench_matmul(Device& gpu, const Settings& settings, std::size_t m, std::size_t n, std::size_t k, bool ta, bool tb,
-                  DType in, DType out, const std::string& label) {
+void bench_matmul(Device& gpu, const Settings& settings, std::size_t m, std::size_t n, std::size_t k, bool ta,
+                  bool tb, DType in, DType out, const std::string& label) {
     const std::string name = "matmul " + label + " " + std::string(dtype_name(in)) + "->" +
-                             std::string(dtype_name(out)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
-                             std::to_string(k) + (ta ? " T" : " N") + (tb ? "T" : "N");
+                             std::string(dtype_name(out)) + " " + std::to_string(m) + "x" +
+                             std::to_string(n) + "x" + std::to_string(k) + (ta ? " T" : " N") +
+                             (tb ? "T" : "N");
     if (!settings.filter.empty() && name.find(settings.filter) == std::string::npos) return;
     const auto va = random_floats(m * k, 1), vb = random_floats(k * n, 2);
     const Tensor a = gpu.upload(ta ? Shape{k, m} : Shape{m, k}, std::span<const float>(va), in);
@@ -108,7 +114,8 @@ void bench_matmul(Device& gpu, const Settings& settings, std::size_t m, std::siz
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     // About 0.2 s of work per timed run on the H100 (one call with --quick: lavapipe).
     const int inner = settings.quick ? 1 : std::max(1, static_cast<int>(2e11 / flops));
-    const double seconds = median_seconds(gpu, settings.reps, std::min(inner, 50), [&] { matmul(a, b, c, options); });
+    const double seconds =
+        median_seconds(gpu, settings.reps, std::min(inner, 50), [&] { matmul(a, b, c, options); });
     report(settings, name, seconds, flops, 0);
     if (!check_matmul(a, b, c, m, n, k, ta, tb)) std::exit(1);
 }
@@ -119,10 +126,14 @@ int main(int argc, char** argv) {
     Settings settings;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
-        if (arg == "--quick") settings.quick = true;
-        else if (arg == "--json") settings.json = true;
-        else if (arg == "--filter" && i + 1 < argc) settings.filter = argv[++i];
-        else if (arg == "--reps" && i + 1 < argc) settings.reps = std::max(1, std::atoi(argv[++i]));
+        if (arg == "--quick")
+            settings.quick = true;
+        else if (arg == "--json")
+            settings.json = true;
+        else if (arg == "--filter" && i + 1 < argc)
+            settings.filter = argv[++i];
+        else if (arg == "--reps" && i + 1 < argc)
+            settings.reps = std::max(1, std::atoi(argv[++i]));
         else {
             std::fprintf(stderr, "usage: bench_nn_gpu [--quick] [--json] [--filter TEXT] [--reps N]\n");
             return 2;
@@ -151,18 +162,21 @@ int main(int argc, char** argv) {
             const double bytes = 8.0 * static_cast<double>(elements);
             auto& backend = static_cast<detail::GpuBackend&>(gpu.backend());
             report(settings, "copy f32 (transfer) " + std::to_string(elements * 4 >> 20) + " MiB",
-                   median_seconds(gpu, settings.reps, 3, [&] { backend.copy_bytes(x, 0, y, 0, x.bytes()); }), 0,
-                   bytes);
+                   median_seconds(gpu, settings.reps, 3, [&] { backend.copy_bytes(x, 0, y, 0, x.bytes()); }),
+                   0, bytes);
             const Tensor h = gpu.zeros({elements}, DType::f16);
-            report(settings, "copy f32->f16 (shader)", median_seconds(gpu, settings.reps, 3, [&] { copy(x, h); }), 0,
+            report(settings, "copy f32->f16 (shader)",
+                   median_seconds(gpu, settings.reps, 3, [&] { copy(x, h); }), 0,
                    6.0 * static_cast<double>(elements));
-            report(settings, "add_assign f32", median_seconds(gpu, settings.reps, 3, [&] { add_assign(y, x, 0.5); }),
-                   0, 12.0 * static_cast<double>(elements));
+            report(settings, "add_assign f32",
+                   median_seconds(gpu, settings.reps, 3, [&] { add_assign(y, x, 0.5); }), 0,
+                   12.0 * static_cast<double>(elements));
         }
 
         const std::vector<std::size_t> cubes =
             settings.quick ? std::vector<std::size_t>{256} : std::vector<std::size_t>{4096, 8192};
-        for (const std::size_t s : cubes) bench_matmul(gpu, settings, s, s, s, false, false, DType::f32, DType::f32, "cube");
+        for (const std::size_t s : cubes)
+            bench_matmul(gpu, settings, s, s, s, false, false, DType::f32, DType::f32, "cube");
         if (gpu.supports(DType::f16)) {
             for (const std::size_t s : cubes) {
                 bench_matmul(gpu, settings, s, s, s, false, false, DType::f16, DType::f32, "cube");

@@ -50,11 +50,12 @@ std::vector<double> random_values(std::size_t n, double lo, double hi, DType dty
 }
 
 /// |got - want| <= tolerance elementwise, naming the first failure.
-void check_close(const std::vector<double>& got, const std::vector<double>& want, const std::vector<double>& tolerance,
-                 const std::string& what) {
+void check_close(const std::vector<double>& got, const std::vector<double>& want,
+                 const std::vector<double>& tolerance, const std::string& what) {
     REQUIRE(got.size() == want.size());
     for (std::size_t i = 0; i < got.size(); ++i) {
-        INFO(what << " element " << i << ": got " << got[i] << ", want " << want[i] << " +- " << tolerance[i]);
+        INFO(what << " element " << i << ": got " << got[i] << ", want " << want[i] << " +- "
+                  << tolerance[i]);
         REQUIRE(std::abs(got[i] - want[i]) <= tolerance[i]);
     }
 }
@@ -112,7 +113,8 @@ TEST_CASE("gpu zero, fill and copy across dtypes") {
     const Tensor as_float = gpu().empty({4}, DType::f32);
     copy(as_int, as_float);
     CHECK(as_float.to_double() == ints);
-    const std::vector<float> special = {INFINITY, -INFINITY, 1e-7f, -0.0f, 65519.0f, 65520.0f, 5.96e-8f, 3.0e-8f};
+    const std::vector<float> special = {INFINITY, -INFINITY, 1e-7f,    -0.0f,
+                                        65519.0f, 65520.0f,  5.96e-8f, 3.0e-8f};
     const Tensor f32 = gpu().upload({special.size()}, std::span<const float>(special), DType::f32);
     const Tensor f16 = gpu().empty({special.size()}, DType::f16);
     copy(f32, f16);
@@ -182,7 +184,8 @@ TEST_CASE("gpu reduce_sum over each axis, with accumulate, deterministic") {
                         magnitude += std::abs(values[(o * len + r) * inner + i]);
                     }
                     want[o * inner + i] = sum;
-                    tolerance[o * inner + i] = unit(dtype) * std::abs(sum) + (len + 2) * std::ldexp(1.0, -24) * magnitude;
+                    tolerance[o * inner + i] =
+                        unit(dtype) * std::abs(sum) + (len + 2) * std::ldexp(1.0, -24) * magnitude;
                 }
             }
             check_close(y.to_double(), want, tolerance, "reduce_sum");
@@ -250,7 +253,8 @@ TEST_CASE("gpu stream: 250 small dispatches then one read; tensors dropped befor
         // `one` goes here, long before the batches that read it have run.
     }
     for (int i = 0; i < 20; ++i) {
-        const Tensor temporary = gpu().upload({33}, std::span<const double>(std::vector<double>(33, 0.5)), DType::f32);
+        const Tensor temporary =
+            gpu().upload({33}, std::span<const double>(std::vector<double>(33, 0.5)), DType::f32);
         add_assign(x, temporary, 2.0);
     }
     CHECK(x.to_double() == std::vector<double>(33, 270.0));
@@ -271,7 +275,8 @@ TEST_CASE("gpu to_host_later: the values when it started, while later work runs;
     const std::uint64_t waits = gpu().stream_stats().waits;
     // Work recorded after the copies started: it overwrites both tensors, and the copies must
     // not see it (nor wait for it: no wait happens before to_double()).
-    const Tensor quarter = gpu().upload({5}, std::span<const double>(std::vector<double>(5, 0.25)), DType::f32);
+    const Tensor quarter =
+        gpu().upload({5}, std::span<const double>(std::vector<double>(5, 0.25)), DType::f32);
     fill(x, 7.0);
     for (int i = 0; i < 300; ++i) add_assign(x, quarter);  // more than one batch of commands
     fill(h, -1.0);
@@ -306,9 +311,7 @@ void main() {
     CHECK(gpu_backend.has_glsl_pipeline("test_ids_check"));
     const std::vector<std::int32_t> ids = {0, 3, 70, 1};
     const Tensor tensor = gpu().upload({4}, std::span<const std::int32_t>(ids));
-    const struct {
-        std::uint32_t n, limit;
-    } push{4, 64};
+    const struct { std::uint32_t n, limit; } push{4, 64};
     gpu_backend.dispatch(pipeline, {tensor}, push, {1, 1, 1});
     try {
         gpu().synchronize();

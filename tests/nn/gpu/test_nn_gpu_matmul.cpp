@@ -95,8 +95,10 @@ std::vector<std::byte> run_case(const Case& c, DType in, DType out) {
             for (std::size_t j = 0; j < c.n; ++j) {
                 double sum = 0, magnitude = 0;
                 for (std::size_t l = 0; l < c.k; ++l) {
-                    const double av = c.transpose_a ? a[(za * c.k + l) * c.m + i] : a[(za * c.m + i) * c.k + l];
-                    const double bv = c.transpose_b ? b[(zb * c.n + j) * c.k + l] : b[(zb * c.k + l) * c.n + j];
+                    const double av =
+                        c.transpose_a ? a[(za * c.k + l) * c.m + i] : a[(za * c.m + i) * c.k + l];
+                    const double bv =
+                        c.transpose_b ? b[(zb * c.n + j) * c.k + l] : b[(zb * c.k + l) * c.n + j];
                     sum += av * bv;
                     magnitude += std::abs(av * bv);
                 }
@@ -157,11 +159,12 @@ TEST_CASE("gpu matmul f16 and bf16 storage, C in f32, f16 or bf16") {
     run_case({1, 5, 7, 9, false, false, false, false, 1, 0}, DType::f32, DType::bf16);
 }
 
-TEST_CASE("gpu matmul f16 on every layout, aligned and not (the tensor-core kernel where the device has it)") {
+TEST_CASE(
+    "gpu matmul f16 on every layout, aligned and not (the tensor-core kernel where the device has it)") {
     if (!gpu().supports(DType::f16)) return;
     for (const bool ta : {false, true}) {
         for (const bool tb : {false, true}) {
-            run_case({1, 33, 40, 24, false, false, ta, tb, 1, 0}, DType::f16, DType::f32);   // unaligned M
+            run_case({1, 33, 40, 24, false, false, ta, tb, 1, 0}, DType::f16, DType::f32);    // unaligned M
             run_case({1, 64, 64, 48, false, false, ta, tb, 0.5, 1}, DType::f16, DType::f32);  // 8-wide loads
         }
     }
@@ -172,7 +175,8 @@ TEST_CASE("gpu matmul f16 on every layout, aligned and not (the tensor-core kern
 TEST_CASE("gpu matmul split-K: a small C with a long K, and forced slices") {
     run_case({1, 9, 10, 3000, false, false, false, false, 1, 0}, DType::f32, DType::f32);
     run_case({1, 9, 10, 3000, false, false, true, true, 0.5, 1}, DType::f32, DType::f32);
-    if (gpu().supports(DType::f16)) run_case({1, 17, 8, 2500, false, false, true, false, 1, 1}, DType::f16, DType::f16);
+    if (gpu().supports(DType::f16))
+        run_case({1, 17, 8, 2500, false, false, true, false, 1, 1}, DType::f16, DType::f16);
     setenv("TAPEVM_NN_MATMUL_SPLIT", "3", 1);
     run_case({1, 12, 20, 100, false, false, false, true, 2, 0.5}, DType::f32, DType::bf16);
     const Case c{1, 7, 9, 70, false, false, false, false, 1, 0};
@@ -199,7 +203,8 @@ TEST_CASE("gpu matmul_coopmat: the tensor-core kernels' SPIR-V validates") {
     auto& backend = static_cast<detail::GpuBackend&>(gpu().backend());
     const auto& features = backend.device().compute_features();
     const bool offered = features.cooperative_matrix && backend.subgroup_size() == 32 &&
-                         !features.cooperative_f16_f32_shapes.empty() && std::getenv("TAPEVM_NN_COOPMAT") == nullptr;
+                         !features.cooperative_f16_f32_shapes.empty() &&
+                         std::getenv("TAPEVM_NN_COOPMAT") == nullptr;
     // Where the device offers them, the f16 cases above ran on tensor cores (a pipeline the
     // driver refused would have switched them off).
     CHECK(backend.has_cooperative_matrix() == offered);
@@ -214,9 +219,11 @@ TEST_CASE("gpu matmul_coopmat: the tensor-core kernels' SPIR-V validates") {
         CAPTURE(name);
         const auto spirv = detail::embedded_nn_spirv(name);
         REQUIRE_FALSE(spirv.empty());
-        const std::string path = std::string("/tmp/tapevm_nn_") + name + "_" + std::to_string(getpid()) + ".spv";
+        const std::string path =
+            std::string("/tmp/tapevm_nn_") + name + "_" + std::to_string(getpid()) + ".spv";
         std::ofstream(path, std::ios::binary)
-            .write(reinterpret_cast<const char*>(spirv.data()), static_cast<std::streamsize>(spirv.size_bytes()));
+            .write(reinterpret_cast<const char*>(spirv.data()),
+                   static_cast<std::streamsize>(spirv.size_bytes()));
         const std::string command = std::string(TAPEVM_SPIRV_VAL) + " --target-env vulkan1.2 " + path;
         CHECK(std::system(command.c_str()) == 0);
         std::remove(path.c_str());
@@ -233,8 +240,8 @@ TEST_CASE("gpu matmul: a bias of the wrong shape or dtype is an error naming mat
         CHECK_THROWS_WITH_AS(matmul(a, b, c, {.bias = bias}), doctest::Contains("bias"), tapevm::Error);
     }
     if (gpu().supports(DType::f16))
-        CHECK_THROWS_WITH_AS(matmul(a, b, c, {.bias = gpu().zeros({5}, DType::f16)}), doctest::Contains("bias"),
-                             tapevm::Error);
+        CHECK_THROWS_WITH_AS(matmul(a, b, c, {.bias = gpu().zeros({5}, DType::f16)}),
+                             doctest::Contains("bias"), tapevm::Error);
     const std::vector<double> bias_values = {1, 2, 3, 4, 5};
     matmul(a, b, c, {.bias = gpu().upload({5}, std::span<const double>(bias_values), DType::f32)});
     CHECK(c.to_double()[9] == 5.0);  // row 1, column 4: 0 + bias[4]

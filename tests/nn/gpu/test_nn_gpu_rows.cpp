@@ -277,7 +277,8 @@ TEST_CASE("embedding and embedding_backward match the reference; backward sums i
 TEST_CASE("embedding_backward over many spans (20,000 tokens: 40 spans of 512) still sums in token order") {
     const std::size_t tokens = 20000, vocab = 7, dim = 3;
     std::vector<std::int32_t> ids(tokens);
-    for (std::size_t t = 0; t < tokens; ++t) ids[t] = static_cast<std::int32_t>((t * 2654435761u >> 7) % vocab);
+    for (std::size_t t = 0; t < tokens; ++t)
+        ids[t] = static_cast<std::int32_t>((t * 2654435761u >> 7) % vocab);
     const std::vector<double> dout = random_values(tokens * dim, -1, 1, DType::f32, 6);
     std::vector<float> expected(vocab * dim, 0.0f);
     for (std::size_t t = 0; t < tokens; ++t)

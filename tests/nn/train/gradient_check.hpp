@@ -17,7 +17,8 @@
 namespace tapevm::nn::test {
 
 /// Deterministic values in [-1, 1) (an LCG: no dependence on the library under test).
-inline std::vector<double> random_values(std::size_t n, std::uint64_t seed, double low = -1, double high = 1) {
+inline std::vector<double> random_values(std::size_t n, std::uint64_t seed, double low = -1,
+                                         double high = 1) {
     std::vector<double> out(n);
     std::uint64_t state = seed * 6364136223846793005ULL + 1442695040888963407ULL;
     for (double& v : out) {
@@ -48,8 +49,8 @@ struct Comparison {
 };
 
 inline Comparison compare_entries(const Tensor& tensor, const std::vector<double>& analytic,
-                                  const std::vector<std::size_t>& indices, const std::function<double()>& loss,
-                                  double h, double floor) {
+                                  const std::vector<std::size_t>& indices,
+                                  const std::function<double()>& loss, double h, double floor) {
     std::vector<double> values = tensor.to_double();
     Comparison out;
     out.scale = floor;
@@ -83,8 +84,8 @@ inline std::vector<std::size_t> sample_indices(std::size_t n, std::size_t count)
 
 /// Checks module's backward (dx and every parameter gradient) against central differences
 /// of L = sum(module.forward(x) * w), at up to `per_tensor` entries of each tensor.
-inline void check_module_gradients(Module& module, const Tensor& x, double tolerance, std::size_t per_tensor = 12,
-                                   double h = 1e-5) {
+inline void check_module_gradients(Module& module, const Tensor& x, double tolerance,
+                                   std::size_t per_tensor = 12, double h = 1e-5) {
     const Tensor y0 = module.forward(x);
     const std::vector<double> w = random_values(y0.size(), 99);
     const Device device = x.device();
@@ -96,18 +97,20 @@ inline void check_module_gradients(Module& module, const Tensor& x, double toler
     // a gradient that is exactly zero (attention's key bias) then compares against a real
     // scale, not against its own finite-difference noise.
     double largest = dx.defined() ? max_abs(dx.to_double()) : 0.0;
-    for (const NamedParameter& p : module.parameters()) largest = std::max(largest, max_abs(p.parameter->grad.to_double()));
+    for (const NamedParameter& p : module.parameters())
+        largest = std::max(largest, max_abs(p.parameter->grad.to_double()));
     const double floor = std::max(1e-8, largest);
 
     if (dx.defined()) {
-        const Comparison c = compare_entries(x, dx.to_double(), sample_indices(x.size(), per_tensor), loss, h, floor);
+        const Comparison c =
+            compare_entries(x, dx.to_double(), sample_indices(x.size(), per_tensor), loss, h, floor);
         INFO("dx: error " << c.error << " scale " << c.scale);
         CHECK(c.relative() <= tolerance);
     }
     for (const NamedParameter& p : module.parameters()) {
         const std::vector<double> grad = p.parameter->grad.to_double();
-        const Comparison c = compare_entries(p.parameter->value, grad, sample_indices(grad.size(), per_tensor), loss,
-                                             h, floor);
+        const Comparison c = compare_entries(p.parameter->value, grad,
+                                             sample_indices(grad.size(), per_tensor), loss, h, floor);
         INFO(p.name << ": error " << c.error << " scale " << c.scale);
         CHECK(c.relative() <= tolerance);
     }

@@ -58,7 +58,7 @@ void write_text(const std::string& path, const std::string& text) {
 // option and value; an option given here replaces the default).
 CliResult train(std::initializer_list<std::string> extra) {
     std::vector<std::pair<std::string, std::string>> options = {
-        {"--preset", "tiny"}, {"--device", "cpu"},       {"--batch", "2"},          {"--steps", "4"},
+        {"--preset", "tiny"},     {"--device", "cpu"},     {"--batch", "2"},          {"--steps", "4"},
         {"--eval-interval", "2"}, {"--eval-batches", "2"}, {"--log-interval", "1000"}};
     const std::vector<std::string> given(extra);
     REQUIRE(given.size() % 2 == 0);
@@ -110,18 +110,20 @@ std::vector<std::int32_t> ints(const SafetensorsFile& file, const std::string& k
 
 // A batches file of i32 `inputs` and `targets` [n][b][t] with the given metadata.
 void write_batches(const std::string& path, const std::vector<std::int32_t>& inputs,
-                   const std::vector<std::int32_t>& targets, Shape shape, const SafetensorsMetadata& metadata) {
+                   const std::vector<std::int32_t>& targets, Shape shape,
+                   const SafetensorsMetadata& metadata) {
     const SafetensorsTensorBytes list[] = {{"inputs", DType::i32, shape, std::as_bytes(std::span(inputs))},
                                            {"targets", DType::i32, shape, std::as_bytes(std::span(targets))}};
     const std::vector<std::byte> bytes = encode_safetensors(list, metadata, path);
-    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
 }
 
-#define REQUIRE_OK(result) \
-    do { \
+#define REQUIRE_OK(result)              \
+    do {                                \
         const CliResult& r_ = (result); \
-        INFO("stderr: " << r_.err); \
-        REQUIRE(r_.status == 0); \
+        INFO("stderr: " << r_.err);     \
+        REQUIRE(r_.status == 0);        \
     } while (false)
 
 }  // namespace
@@ -130,10 +132,10 @@ TEST_CASE("char-gpt --init-out then --init: the same losses, bit for bit, as a f
     const TempDir dir;
     write_text(dir / "corpus.txt", markov_text(6000, 5));
     const std::string corpus = dir / "corpus.txt";
-    REQUIRE_OK(train({"--data", corpus, "--seed", "3", "--init-out", dir / "init3.st", "--log", dir / "fresh.jsonl",
-                      "--out", dir / "fresh.st"}));
-    REQUIRE_OK(train({"--data", corpus, "--seed", "3", "--init", dir / "init3.st", "--log", dir / "loaded.jsonl",
-                      "--out", dir / "loaded.st"}));
+    REQUIRE_OK(train({"--data", corpus, "--seed", "3", "--init-out", dir / "init3.st", "--log",
+                      dir / "fresh.jsonl", "--out", dir / "fresh.st"}));
+    REQUIRE_OK(train({"--data", corpus, "--seed", "3", "--init", dir / "init3.st", "--log",
+                      dir / "loaded.jsonl", "--out", dir / "loaded.st"}));
     const std::vector<double> fresh = losses(dir / "fresh.jsonl");
     REQUIRE(fresh.size() == 4 + 2);
     CHECK(losses(dir / "loaded.jsonl") == fresh);
@@ -151,11 +153,12 @@ TEST_CASE("char-gpt --init-out then --init: the same losses, bit for bit, as a f
 
     // --init really replaces the seed's initialisation: seed 7's parameters with seed 3's batches
     // differ from the fresh run, and equal seed 7's run on seed 3's batches (through a file).
-    REQUIRE_OK(train({"--data", corpus, "--seed", "7", "--steps", "1", "--init-out", dir / "init7.st", "--out",
-                      dir / "x.st"}));
-    REQUIRE_OK(train({"--data", corpus, "--seed", "3", "--init", dir / "init7.st", "--batches-out", dir / "b3.st",
-                      "--log", dir / "mixed.jsonl", "--out", dir / "x.st"}));
-    REQUIRE_OK(train({"--seed", "7", "--batches", dir / "b3.st", "--log", dir / "seed7.jsonl", "--out", dir / "x.st"}));
+    REQUIRE_OK(train({"--data", corpus, "--seed", "7", "--steps", "1", "--init-out", dir / "init7.st",
+                      "--out", dir / "x.st"}));
+    REQUIRE_OK(train({"--data", corpus, "--seed", "3", "--init", dir / "init7.st", "--batches-out",
+                      dir / "b3.st", "--log", dir / "mixed.jsonl", "--out", dir / "x.st"}));
+    REQUIRE_OK(train(
+        {"--seed", "7", "--batches", dir / "b3.st", "--log", dir / "seed7.jsonl", "--out", dir / "x.st"}));
     CHECK(losses(dir / "mixed.jsonl").front() != fresh.front());
     CHECK(losses(dir / "seed7.jsonl") == losses(dir / "mixed.jsonl"));
 }
@@ -165,10 +168,10 @@ TEST_CASE("char-gpt --batches-out then --batches: the same losses and parameters
     const std::string text = markov_text(6000, 9);
     write_text(dir / "corpus.txt", text);
     const std::string corpus = dir / "corpus.txt";
-    REQUIRE_OK(train({"--data", corpus, "--seed", "11", "--accumulation", "2", "--batches-out", dir / "b.st", "--log",
-                      dir / "drawn.jsonl", "--out", dir / "drawn.st"}));
-    REQUIRE_OK(train({"--batches", dir / "b.st", "--seed", "11", "--accumulation", "2", "--log", dir / "file.jsonl",
-                      "--out", dir / "file.st"}));
+    REQUIRE_OK(train({"--data", corpus, "--seed", "11", "--accumulation", "2", "--batches-out", dir / "b.st",
+                      "--log", dir / "drawn.jsonl", "--out", dir / "drawn.st"}));
+    REQUIRE_OK(train({"--batches", dir / "b.st", "--seed", "11", "--accumulation", "2", "--log",
+                      dir / "file.jsonl", "--out", dir / "file.st"}));
     CHECK(losses(dir / "file.jsonl") == losses(dir / "drawn.jsonl"));
     CHECK(tensors(dir / "file.st") == tensors(dir / "drawn.st"));
 
@@ -196,7 +199,8 @@ TEST_CASE("char-gpt --batches-out then --batches: the same losses and parameters
     const std::vector<std::int32_t> file_inputs = ints(file, "inputs");
     for (std::uint64_t i : {0u, 5u}) {
         for (std::uint64_t b = 0; b < 2; ++b) {
-            const std::uint64_t start = random_below(random_bits(11, 0x5452'4149'4e00'0000ull, i * 2 + b), 5400 - 64);
+            const std::uint64_t start =
+                random_below(random_bits(11, 0x5452'4149'4e00'0000ull, i * 2 + b), 5400 - 64);
             for (std::size_t t = 0; t < 64; ++t) {
                 REQUIRE(file_inputs[(i * 2 + b) * 64 + t] == text[start + t] - 'a');
             }
@@ -225,8 +229,8 @@ TEST_CASE("char-gpt: batches and init files that do not fit the run are clear er
     write_text(dir / "corpus.txt", markov_text(6000, 5));
     write_text(dir / "other.txt", markov_text(6000, 5, 'b'));  // the same chain over b..i
     const std::string corpus = dir / "corpus.txt";
-    REQUIRE_OK(train({"--data", corpus, "--steps", "1", "--init-out", dir / "init.st", "--batches-out", dir / "b.st",
-                      "--out", dir / "x.st"}));
+    REQUIRE_OK(train({"--data", corpus, "--steps", "1", "--init-out", dir / "init.st", "--batches-out",
+                      dir / "b.st", "--out", dir / "x.st"}));
     const auto fails = [](const CliResult& result, std::initializer_list<std::string> words) {
         INFO("stderr: " << result.err);
         CHECK(result.status == 2);
@@ -238,9 +242,11 @@ TEST_CASE("char-gpt: batches and init files that do not fit the run are clear er
     // Batches of another vocabulary, context or batch size.
     fails(train({"--data", dir / "other.txt", "--batches", dir / "b.st", "--out", dir / "x.st"}),
           {"--batches " + dir / "b.st", "vocabulary of 8 characters \"abcdefgh\"", "\"bcdefghi\""});
-    fails(train({"--data", corpus, "--batches", dir / "b.st", "--preset", "shakespeare-char", "--out", dir / "x.st"}),
+    fails(train({"--data", corpus, "--batches", dir / "b.st", "--preset", "shakespeare-char", "--out",
+                 dir / "x.st"}),
           {"windows of 64 tokens", "context is 256"});
-    fails(train({"--batches", dir / "b.st", "--batch", "3", "--out", dir / "x.st"}), {"batches of 2 sequences", "--batch is 3"});
+    fails(train({"--batches", dir / "b.st", "--batch", "3", "--out", dir / "x.st"}),
+          {"batches of 2 sequences", "--batch is 3"});
     // Token ids outside the vocabulary, a wrong dtype, no vocabulary to train with.
     std::vector<std::int32_t> ids(2 * 64, 1);
     ids[70] = 8;
@@ -248,31 +254,40 @@ TEST_CASE("char-gpt: batches and init files that do not fit the run are clear er
     fails(train({"--data", corpus, "--batches", dir / "ids.st", "--out", dir / "x.st"}),
           {"token id 8 at element 70 of 'inputs'", "outside the vocabulary of 8"});
     fails(train({"--batches", dir / "ids.st", "--out", dir / "x.st"}), {"no 'vocabulary'", "--data"});
-    fails(train({"--data", corpus, "--batches", dir / "init.st", "--out", dir / "x.st"}), {"no tensor 'inputs'"});
+    fails(train({"--data", corpus, "--batches", dir / "init.st", "--out", dir / "x.st"}),
+          {"no tensor 'inputs'"});
     const std::vector<float> reals(2 * 64, 1.0f);
-    const SafetensorsTensorBytes wrong[] = {{"inputs", DType::f32, {1, 2, 64}, std::as_bytes(std::span(reals))},
-                                            {"targets", DType::f32, {1, 2, 64}, std::as_bytes(std::span(reals))}};
+    const SafetensorsTensorBytes wrong[] = {
+        {"inputs", DType::f32, {1, 2, 64}, std::as_bytes(std::span(reals))},
+        {"targets", DType::f32, {1, 2, 64}, std::as_bytes(std::span(reals))}};
     const std::vector<std::byte> bytes = encode_safetensors(wrong);
-    std::ofstream(dir / "f32.st", std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-    fails(train({"--data", corpus, "--batches", dir / "f32.st", "--out", dir / "x.st"}), {"'inputs' is F32", "not i32"});
+    std::ofstream(dir / "f32.st", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+    fails(train({"--data", corpus, "--batches", dir / "f32.st", "--out", dir / "x.st"}),
+          {"'inputs' is F32", "not i32"});
 
     // Initial parameters of another model: another preset, another vocabulary, a file that is
     // not a model's, parameters of an untied head.
-    fails(train({"--data", corpus, "--init", dir / "init.st", "--preset", "shakespeare-char", "--out", dir / "x.st"}),
+    fails(train({"--data", corpus, "--init", dir / "init.st", "--preset", "shakespeare-char", "--out",
+                 dir / "x.st"}),
           {"--init " + dir / "init.st", "another configuration", "gpt.layers 2 (this run: 6)"});
     fails(train({"--data", dir / "other.txt", "--init", dir / "init.st", "--out", dir / "x.st"}),
           {"vocabulary of 8 characters \"abcdefgh\"", "\"bcdefghi\""});
-    fails(train({"--data", corpus, "--init", dir / "b.st", "--out", dir / "x.st"}), {"holds 'inputs'", "another model"});
+    fails(train({"--data", corpus, "--init", dir / "b.st", "--out", dir / "x.st"}),
+          {"holds 'inputs'", "another model"});
     {
         const SafetensorsFile init = SafetensorsFile::open(dir / "init.st");
         std::map<std::string, Tensor> parameters = init.load_all(Device::cpu());
         parameters["lm_head.weight"] = parameters.at("wte.weight");
         save_safetensors(dir / "untied.st", parameters);  // no metadata: the tensors tell
     }
-    fails(train({"--data", corpus, "--init", dir / "untied.st", "--out", dir / "x.st"}), {"holds 'lm_head.weight'"});
-    fails(train({"--data", corpus, "--init", dir / "init.st", "--resume", dir / "x.st", "--out", dir / "x.st"}),
-          {"exclude each other"});
-    fails(train({"--batches", dir / "b.st", "--batches-out", dir / "y.st", "--out", dir / "x.st"}), {"--data"});
+    fails(train({"--data", corpus, "--init", dir / "untied.st", "--out", dir / "x.st"}),
+          {"holds 'lm_head.weight'"});
+    fails(
+        train({"--data", corpus, "--init", dir / "init.st", "--resume", dir / "x.st", "--out", dir / "x.st"}),
+        {"exclude each other"});
+    fails(train({"--batches", dir / "b.st", "--batches-out", dir / "y.st", "--out", dir / "x.st"}),
+          {"--data"});
 }
 
 TEST_CASE("CharCorpus splits and draws as TextDataset (and so as bench/gpt_torch.py --data)") {
@@ -283,24 +298,29 @@ TEST_CASE("CharCorpus splits and draws as TextDataset (and so as bench/gpt_torch
             const CharCorpus corpus(text, fraction);
             const std::size_t batch = 3, context = 16;
             for (const std::uint64_t seed : {0u, 7u}) {
-                const TextDataset dataset(text, {.context = context, .batch_size = batch,
-                                                 .validation_fraction = fraction, .seed = seed});
+                const TextDataset dataset(
+                    text,
+                    {.context = context, .batch_size = batch, .validation_fraction = fraction, .seed = seed});
                 CHECK(corpus.train_tokens() == dataset.tokens(Split::train).size());
                 CHECK(corpus.validation_tokens() == dataset.tokens(Split::validation).size());
                 for (const Split split : {Split::train, Split::validation}) {
                     for (const std::uint64_t index : {0u, 1u, 12u}) {
-                        const Batch ours = corpus.batch(device, split == Split::validation, index, batch, context, seed);
+                        const Batch ours =
+                            corpus.batch(device, split == Split::validation, index, batch, context, seed);
                         const TokenBatch theirs = dataset.batch_at(split, index);
                         CAPTURE(length);
                         CAPTURE(fraction);
                         CAPTURE(index);
                         CHECK(ours.inputs.shape() == Shape{batch, context});
-                        CHECK(ours.inputs.to_bytes() == std::vector<std::byte>(
-                                  reinterpret_cast<const std::byte*>(theirs.inputs.data()),
-                                  reinterpret_cast<const std::byte*>(theirs.inputs.data() + theirs.inputs.size())));
-                        CHECK(ours.targets.to_bytes() == std::vector<std::byte>(
+                        CHECK(ours.inputs.to_bytes() ==
+                              std::vector<std::byte>(reinterpret_cast<const std::byte*>(theirs.inputs.data()),
+                                                     reinterpret_cast<const std::byte*>(
+                                                         theirs.inputs.data() + theirs.inputs.size())));
+                        CHECK(ours.targets.to_bytes() ==
+                              std::vector<std::byte>(
                                   reinterpret_cast<const std::byte*>(theirs.targets.data()),
-                                  reinterpret_cast<const std::byte*>(theirs.targets.data() + theirs.targets.size())));
+                                  reinterpret_cast<const std::byte*>(theirs.targets.data() +
+                                                                     theirs.targets.size())));
                     }
                 }
             }

@@ -21,7 +21,8 @@ namespace {
 
 constexpr double tolerance = 1e-7;
 
-Tensor random_input(const Device& device, const Shape& shape, std::uint64_t seed, double low = -1, double high = 1) {
+Tensor random_input(const Device& device, const Shape& shape, std::uint64_t seed, double low = -1,
+                    double high = 1) {
     const std::vector<double> values = random_values(element_count(shape), seed, low, high);
     return device.upload(shape, std::span<const double>(values), DType::f64);
 }
@@ -45,7 +46,8 @@ TEST_CASE("Linear: y = x W^T + b against a host product") {
     layer.weight().value.assign(w);
     layer.bias()->value.assign(b);
     const std::vector<double> x = {1, -1, 2};
-    const std::vector<double> y = layer.forward(device.upload({1, 3}, std::span<const double>(x), DType::f64)).to_double();
+    const std::vector<double> y =
+        layer.forward(device.upload({1, 3}, std::span<const double>(x), DType::f64)).to_double();
     CHECK(y[0] == doctest::Approx(1 - 2 + 6 + 0.5));
     CHECK(y[1] == doctest::Approx(4 - 5 + 12 - 1));
     CHECK_THROWS_AS(layer.forward(device.zeros({2, 4}, DType::f64)), tapevm::Error);
@@ -84,7 +86,9 @@ TEST_CASE("activations: values at known points and backward against finite diffe
             const double v = points[i];
             double expected = 0;
             if (name == "relu") expected = v > 0 ? v : 0;
-            if (name == "gelu") expected = 0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
+            if (name == "gelu")
+                expected =
+                    0.5 * v * (1 + std::tanh(std::sqrt(2 / std::numbers::pi) * (v + 0.044715 * v * v * v)));
             if (name == "silu") expected = v / (1 + std::exp(-v));
             if (name == "tanh") expected = std::tanh(v);
             CHECK(y[i] == doctest::Approx(expected).epsilon(1e-12));
@@ -99,9 +103,10 @@ TEST_CASE("activations: values at known points and backward against finite diffe
 TEST_CASE("Activation: bring your own tape, with parameters") {
     const Device device = Device::reference();
     // Leaky ReLU's smooth cousin: softplus(x) scaled by a parameter.
-    const tapevm::Tape tape = tapevm::record(1, 1, [](std::span<const tapevm::Var> x, std::span<const tapevm::Var> p) {
-        return p[0] * log1p(exp(x[0]));
-    });
+    const tapevm::Tape tape =
+        tapevm::record(1, 1, [](std::span<const tapevm::Var> x, std::span<const tapevm::Var> p) {
+            return p[0] * log1p(exp(x[0]));
+        });
     Activation activation(tape, {0.75});
     const std::vector<double> y = activation.forward(random_input(device, {1}, 8)).to_double();
     const double x0 = random_values(1, 8)[0];
@@ -127,7 +132,8 @@ TEST_CASE("Dropout: mask, scaling, determinism, evaluation mode") {
     CHECK(std::abs(static_cast<double>(kept) / 4000 - 0.75) < 0.03);
     // backward multiplies by the same mask.
     const std::vector<double> twos(4000, 2.0);
-    const std::vector<double> dx = a.backward(device.upload({4000}, std::span<const double>(twos), DType::f64)).to_double();
+    const std::vector<double> dx =
+        a.backward(device.upload({4000}, std::span<const double>(twos), DType::f64)).to_double();
     for (std::size_t i = 0; i < dx.size(); ++i) CHECK(dx[i] == 2 * ya[i]);
     // the next call draws another mask; the counter replays it.
     const std::vector<double> second = a.forward(x).to_double();
@@ -178,7 +184,8 @@ TEST_CASE("CausalSelfAttention (grouped-query) and TransformerBlock: backward ag
 
 TEST_CASE("GPT: names, tying, and the whole model's gradient against finite differences at 1e-7") {
     const Device device = Device::reference();
-    GPTConfig config{.vocab = 11, .context = 8, .layers = 2, .heads = 2, .dim = 16, .tie_weights = true, .seed = 5};
+    GPTConfig config{
+        .vocab = 11, .context = 8, .layers = 2, .heads = 2, .dim = 16, .tie_weights = true, .seed = 5};
     GPT model(device, config);
     std::set<std::string> names;
     for (const NamedParameter& p : model.parameters()) names.insert(p.name);
@@ -208,8 +215,8 @@ TEST_CASE("GPT: names, tying, and the whole model's gradient against finite diff
     for (const NamedParameter& p : model.parameters()) {
         const std::vector<double> grad = p.parameter->grad.to_double();
         const auto c = tapevm::nn::test::compare_entries(p.parameter->value, grad,
-                                                         tapevm::nn::test::sample_indices(grad.size(), 6), loss, 1e-5,
-                                                         1e-2 * global);
+                                                         tapevm::nn::test::sample_indices(grad.size(), 6),
+                                                         loss, 1e-5, 1e-2 * global);
         INFO(p.name << ": error " << c.error << " scale " << c.scale);
         CHECK(c.relative() <= tolerance);
     }
@@ -221,7 +228,8 @@ TEST_CASE("GPT: names, tying, and the whole model's gradient against finite diff
     for (const NamedParameter& p : separate.parameters()) separate_names.insert(p.name);
     CHECK(separate_names.count("lm_head.weight") == 1);
     // Same seed, same initialisation of a shared name on another construction.
-    CHECK(separate.parameters()[0].parameter->value.to_double() == model.parameters()[0].parameter->value.to_double());
+    CHECK(separate.parameters()[0].parameter->value.to_double() ==
+          model.parameters()[0].parameter->value.to_double());
     CHECK_THROWS_AS(model.forward(device.zeros({1, 9}, DType::i32)), tapevm::Error);
 }
 
@@ -236,12 +244,15 @@ TEST_CASE("GPT: decoding through key/value caches matches the full forward") {
     std::vector<KvCache> caches = model.make_caches(1);
     // a prefill of 3 tokens, then one token at a time
     std::vector<double> decoded =
-        model.decode(device.upload({1, 3}, std::span<const std::int32_t>(ids.data(), 3)), caches, 0).to_double();
+        model.decode(device.upload({1, 3}, std::span<const std::int32_t>(ids.data(), 3)), caches, 0)
+            .to_double();
     for (std::size_t t = 3; t < ids.size(); ++t) {
         const std::vector<double> step =
-            model.decode(device.upload({1, 1}, std::span<const std::int32_t>(&ids[t], 1)), caches, t).to_double();
+            model.decode(device.upload({1, 1}, std::span<const std::int32_t>(&ids[t], 1)), caches, t)
+                .to_double();
         decoded.insert(decoded.end(), step.begin(), step.end());
     }
     REQUIRE(decoded.size() == full.size());
-    for (std::size_t i = 0; i < full.size(); ++i) CHECK(decoded[i] == doctest::Approx(full[i]).epsilon(1e-12));
+    for (std::size_t i = 0; i < full.size(); ++i)
+        CHECK(decoded[i] == doctest::Approx(full[i]).epsilon(1e-12));
 }

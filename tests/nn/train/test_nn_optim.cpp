@@ -33,8 +33,8 @@ public:
 
 struct HostAdam {
     std::vector<double> p, m, v;
-    void step(const std::vector<double>& g, double lr, double b1, double b2, double eps, double l2, double decoupled,
-              double scale, int t) {
+    void step(const std::vector<double>& g, double lr, double b1, double b2, double eps, double l2,
+              double decoupled, double scale, int t) {
         for (std::size_t i = 0; i < p.size(); ++i) {
             const double gi = g[i] * scale + l2 * p[i];
             m[i] = b1 * m[i] + (1 - b1) * gi;
@@ -73,8 +73,10 @@ TEST_CASE("Adam and AdamW: three steps against the host formula, decay only on m
         }
         const std::vector<double> got_matrix = bare.matrix_.value.to_double();
         const std::vector<double> got_vector = bare.vector_.value.to_double();
-        for (std::size_t i = 0; i < 6; ++i) CHECK(got_matrix[i] == doctest::Approx(matrix.p[i]).epsilon(1e-13));
-        for (std::size_t i = 0; i < 3; ++i) CHECK(got_vector[i] == doctest::Approx(vector.p[i]).epsilon(1e-13));
+        for (std::size_t i = 0; i < 6; ++i)
+            CHECK(got_matrix[i] == doctest::Approx(matrix.p[i]).epsilon(1e-13));
+        for (std::size_t i = 0; i < 3; ++i)
+            CHECK(got_vector[i] == doctest::Approx(vector.p[i]).epsilon(1e-13));
         CHECK(adam.steps() == 3);
         CHECK(adam.state().size() == 4);
         CHECK(adam.state()[0].first == "matrix.exp_avg");

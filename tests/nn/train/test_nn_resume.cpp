@@ -23,7 +23,8 @@ namespace {
 using tapevm::nn::test::markov_text;
 
 std::filesystem::path temporary(const std::string& name) {
-    return std::filesystem::temp_directory_path() / ("tapevm_test_" + std::to_string(::getpid()) + "_" + name);
+    return std::filesystem::temp_directory_path() /
+           ("tapevm_test_" + std::to_string(::getpid()) + "_" + name);
 }
 
 }  // namespace
@@ -31,7 +32,8 @@ std::filesystem::path temporary(const std::string& name) {
 TEST_CASE("resume: 200 steps straight equal 100 + save + load + 100, bitwise (cpu, with dropout)") {
     const CharCorpus corpus(markov_text(4000, 5));
     const Device device = Device::cpu();
-    GPTConfig config{.vocab = 8, .context = 16, .layers = 2, .heads = 2, .dim = 16, .dropout = 0.1, .seed = 4};
+    GPTConfig config{
+        .vocab = 8, .context = 16, .layers = 2, .heads = 2, .dim = 16, .dropout = 0.1, .seed = 4};
     const auto make_options = [] {
         TrainerOptions options;
         options.steps = 200;
@@ -100,4 +102,3 @@ TEST_CASE("resume: 200 steps straight equal 100 + save + load + 100, bitwise (cp
     CHECK_THROWS_AS(load_model(second, small), tapevm::Error);
     std::filesystem::remove(small);
 }
-

@@ -41,7 +41,8 @@ Run train(const Device& device, const CharCorpus& corpus, const GPTConfig& confi
     Run run;
     trainer.fit(corpus.source(device, false, 2, config.context, 3), {},
                 [&](const StepReport& r) { run.losses.push_back(r.loss); });
-    for (const NamedParameter& p : model.parameters()) run.parameters.push_back(p.parameter->value.to_double());
+    for (const NamedParameter& p : model.parameters())
+        run.parameters.push_back(p.parameter->value.to_double());
     return run;
 }
 
@@ -49,8 +50,13 @@ Run train(const Device& device, const CharCorpus& corpus, const GPTConfig& confi
 
 TEST_CASE("gpu: five AdamW steps of a tiny GPT match the cpu device") {
     const CharCorpus corpus(cycle_text(2000));
-    const GPTConfig config{.vocab = corpus.vocab_size(), .context = 8, .layers = 2, .heads = 2, .kv_heads = 1,
-                           .dim = 16, .seed = 12};
+    const GPTConfig config{.vocab = corpus.vocab_size(),
+                           .context = 8,
+                           .layers = 2,
+                           .heads = 2,
+                           .kv_heads = 1,
+                           .dim = 16,
+                           .seed = 12};
     const Run cpu = train(Device::cpu(), corpus, config);
     const Run gpu = train(Device::gpu(), corpus, config);
     REQUIRE(gpu.losses.size() == cpu.losses.size());
@@ -69,9 +75,11 @@ TEST_CASE("gpu: five AdamW steps of a tiny GPT match the cpu device") {
     }
 }
 
-TEST_CASE("gpu: fp16 mixed precision (f16 compute, f32 masters, loss scaling) matches the cpu device within 1e-2") {
+TEST_CASE(
+    "gpu: fp16 mixed precision (f16 compute, f32 masters, loss scaling) matches the cpu device within 1e-2") {
     const CharCorpus corpus(cycle_text(2000));
-    const GPTConfig config{.vocab = corpus.vocab_size(), .context = 8, .layers = 1, .heads = 2, .dim = 16, .seed = 3};
+    const GPTConfig config{
+        .vocab = corpus.vocab_size(), .context = 8, .layers = 1, .heads = 2, .dim = 16, .seed = 3};
     const Run cpu = train(Device::cpu(), corpus, config, true);
     const Run gpu = train(Device::gpu(), corpus, config, true);
     REQUIRE(gpu.losses.size() == cpu.losses.size());
@@ -85,16 +93,20 @@ TEST_CASE("gpu: fp16 mixed precision (f16 compute, f32 masters, loss scaling) ma
 
 TEST_CASE("gpu: KV-cache decoding equals the full forward pass") {
     const Device device = Device::gpu();
-    GPT model(device, {.vocab = 7, .context = 8, .layers = 1, .heads = 2, .kv_heads = 1, .dim = 16, .seed = 4});
+    GPT model(device,
+              {.vocab = 7, .context = 8, .layers = 1, .heads = 2, .kv_heads = 1, .dim = 16, .seed = 4});
     model.eval();
     const std::vector<std::int32_t> ids = {1, 4, 2, 6, 5};
-    const std::vector<double> full = model.forward(device.upload({1, 5}, std::span<const std::int32_t>(ids))).to_double();
+    const std::vector<double> full =
+        model.forward(device.upload({1, 5}, std::span<const std::int32_t>(ids))).to_double();
     std::vector<KvCache> caches = model.make_caches(1);
     std::vector<double> decoded =
-        model.decode(device.upload({1, 2}, std::span<const std::int32_t>(ids.data(), 2)), caches, 0).to_double();
+        model.decode(device.upload({1, 2}, std::span<const std::int32_t>(ids.data(), 2)), caches, 0)
+            .to_double();
     for (std::size_t t = 2; t < ids.size(); ++t) {
         const std::vector<double> step =
-            model.decode(device.upload({1, 1}, std::span<const std::int32_t>(&ids[t], 1)), caches, t).to_double();
+            model.decode(device.upload({1, 1}, std::span<const std::int32_t>(&ids[t], 1)), caches, t)
+                .to_double();
         decoded.insert(decoded.end(), step.begin(), step.end());
     }
     REQUIRE(decoded.size() == full.size());
@@ -106,8 +118,13 @@ TEST_CASE("gpu: KV-cache decoding equals the full forward pass") {
 // same run through train_step() and evaluate() one at a time must report the same numbers.
 TEST_CASE("gpu: fit's overlapped loss reads report what train_step and evaluate report one at a time") {
     const CharCorpus corpus(cycle_text(2000));
-    const GPTConfig config{.vocab = corpus.vocab_size(), .context = 8, .layers = 1, .heads = 2, .kv_heads = 2,
-                           .dim = 16, .seed = 5};
+    const GPTConfig config{.vocab = corpus.vocab_size(),
+                           .context = 8,
+                           .layers = 1,
+                           .heads = 2,
+                           .kv_heads = 2,
+                           .dim = 16,
+                           .seed = 5};
     const Device device = Device::gpu();
     struct Record {
         std::size_t step;
@@ -127,7 +144,9 @@ TEST_CASE("gpu: fit's overlapped loss reads report what train_step and evaluate 
         const BatchSource validation = corpus.source(device, true, 2, config.context, 3);
         std::vector<Record> records;
         if (use_fit) {
-            trainer.fit(train, validation, [&](const StepReport& r) { records.push_back({r.step, r.loss, r.validation_loss}); });
+            trainer.fit(train, validation, [&](const StepReport& r) {
+                records.push_back({r.step, r.loss, r.validation_loss});
+            });
         } else {
             while (trainer.step() < options.steps) {
                 const StepReport r = trainer.train_step(train);
@@ -146,6 +165,7 @@ TEST_CASE("gpu: fit's overlapped loss reads report what train_step and evaluate 
         CHECK(fitted[i].step == i + 1);
         CHECK(fitted[i].loss == stepped[i].loss);
         CHECK(fitted[i].validation.has_value() == stepped[i].validation.has_value());
-        if (fitted[i].validation && stepped[i].validation) CHECK(*fitted[i].validation == *stepped[i].validation);
+        if (fitted[i].validation && stepped[i].validation)
+            CHECK(*fitted[i].validation == *stepped[i].validation);
     }
 }

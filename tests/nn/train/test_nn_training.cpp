@@ -83,7 +83,9 @@ TEST_CASE("corpus errors and sampling") {
     }
 }
 
-TEST_CASE("fp16 mixed precision: f32 masters, f16 compute, an overflowing step skipped and the scale halved (cpu)") {
+TEST_CASE(
+    "fp16 mixed precision: f32 masters, f16 compute, an overflowing step skipped and the scale halved "
+    "(cpu)") {
     const CharCorpus corpus(markov_text(4000, 3));
     const Device device = Device::cpu();
     GPT model(device, {.vocab = 8, .context = 16, .layers = 1, .heads = 2, .dim = 16, .seed = 6});
@@ -126,7 +128,8 @@ TEST_CASE("fp16 mixed precision: f32 masters, f16 compute, an overflowing step s
 TEST_CASE("device memory stays flat over training steps (cpu)") {
     const CharCorpus corpus(markov_text(4000, 8));
     const Device device = Device::cpu();
-    GPT model(device, {.vocab = 8, .context = 16, .layers = 2, .heads = 2, .dim = 16, .dropout = 0.1, .seed = 2});
+    GPT model(device,
+              {.vocab = 8, .context = 16, .layers = 2, .heads = 2, .dim = 16, .dropout = 0.1, .seed = 2});
     AdamW optimizer(model.parameters());
     LanguageModelObjective objective(model);
     TrainerOptions options;

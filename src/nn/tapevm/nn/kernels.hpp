@@ -45,7 +45,7 @@ struct MatmulOptions {
     bool transpose_a = false;  // A is stored [K][M] (per batch) and used transposed
     bool transpose_b = false;  // B is stored [N][K] and used transposed
     double alpha = 1;
-    double beta = 0;  // C = alpha op(A) op(B) + beta C; beta = 1 accumulates gradients
+    double beta = 0;         // C = alpha op(A) op(B) + beta C; beta = 1 accumulates gradients
     Tensor bias = Tensor();  // optional [N] of C's dtype, added to every row of C (a Linear layer's bias)
 };
 
@@ -90,8 +90,8 @@ void softmax_backward(const Tensor& y, const Tensor& dy, const Tensor& dx);
 /// (beta may be undefined: none). mean and rstd [rows] (accumulate dtype) receive the
 /// statistics that the backward pass reads. rstd = 1 / sqrt(var + eps), var the biased
 /// variance. y may be x itself.
-void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y,
-                const Tensor& mean, const Tensor& rstd, double eps = 1e-5);
+void layer_norm(const Tensor& x, const Tensor& gamma, const Tensor& beta, const Tensor& y, const Tensor& mean,
+                const Tensor& rstd, double eps = 1e-5);
 /// dx += ..., dgamma += sum over rows of dy * xhat, dbeta += sum over rows of dy (dbeta
 /// undefined when there is no beta; dx or dgamma undefined to skip them).
 void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& gamma, const Tensor& mean,
@@ -139,9 +139,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& 
                AttentionOptions options = {});
 /// FlashAttention-2's backward (scores recomputed from q, k and lse): dq += ..., dk += ...,
 /// dv += ... (each may be undefined to skip it).
-void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out, const Tensor& lse,
-                        const Tensor& dout, const Tensor& dq, const Tensor& dk, const Tensor& dv,
-                        AttentionOptions options = {});
+void attention_backward(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                        const Tensor& lse, const Tensor& dout, const Tensor& dq, const Tensor& dk,
+                        const Tensor& dv, AttentionOptions options = {});
 /// Attention over a key/value cache, forward only (decoding and prefill). q [B][Tq][Hq][D];
 /// k_cache and v_cache [B][Tmax][Hkv][D] hold `past + Tq` valid positions (the first `past`
 /// from earlier calls, then this call's); query t sits at position past + t and (causal)
@@ -162,7 +162,8 @@ void elementwise(const Tape& tape, std::span<const Tensor> inputs, std::span<con
 /// The backward of elementwise (the tape's vjp): input_grads[i] += sum over outputs j of
 /// output_grads[j] * d output_j / d input_i, reduced over broadcast axes in a fixed order.
 /// input_grads[i] undefined: skipped. output_grads has one tensor per output, shape S.
-void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs, std::span<const Tensor> output_grads,
-                          std::span<const Tensor> input_grads, std::span<const double> params = {});
+void elementwise_backward(const Tape& tape, std::span<const Tensor> inputs,
+                          std::span<const Tensor> output_grads, std::span<const Tensor> input_grads,
+                          std::span<const double> params = {});
 
 }  // namespace tapevm::nn

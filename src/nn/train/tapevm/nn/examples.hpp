@@ -33,7 +33,7 @@ struct MlpRegressionOptions {
     std::size_t steps = 2000;
     std::size_t batch = 1024;
     std::size_t hidden = 64;
-    double lr = 3e-3;           // Adam, cosine decay to lr / 30 after 50 warm-up steps
+    double lr = 3e-3;  // Adam, cosine decay to lr / 30 after 50 warm-up steps
     std::uint64_t seed = 1;
     std::size_t eval_interval = 250;
 };
@@ -67,8 +67,8 @@ public:
     /// [batch][context], the same as TextDataset::batch_at(split, index) with that seed,
     /// batch size and context (window b starts at a draw from (seed, split, index x batch + b)).
     /// Throws when a split is shorter than context + 1.
-    Batch batch(const Device& device, bool validation, std::uint64_t index, std::size_t batch, std::size_t context,
-                std::uint64_t seed) const;
+    Batch batch(const Device& device, bool validation, std::uint64_t index, std::size_t batch,
+                std::size_t context, std::uint64_t seed) const;
     /// A BatchSource over one split.
     BatchSource source(const Device& device, bool validation, std::size_t batch, std::size_t context,
                        std::uint64_t seed) const;
@@ -89,13 +89,14 @@ std::string vocabulary_from_metadata(const std::string& text);
 struct SampleOptions {
     std::size_t tokens = 200;
     double temperature = 1.0;
-    std::size_t top_k = 0;      // 0: the whole vocabulary
+    std::size_t top_k = 0;  // 0: the whole vocabulary
     std::uint64_t seed = 1;
 };
 
 /// Continues `prompt` (ids, not empty) by sampling from the model through KV caches: one
 /// prefill, then one token per step; past the context the window restarts on the last
 /// context / 2 tokens. Returns the new tokens.
-std::vector<std::int32_t> sample_tokens(GPT& model, std::span<const std::int32_t> prompt, const SampleOptions& options);
+std::vector<std::int32_t> sample_tokens(GPT& model, std::span<const std::int32_t> prompt,
+                                        const SampleOptions& options);
 
 }  // namespace tapevm::nn

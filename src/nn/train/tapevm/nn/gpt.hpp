@@ -25,15 +25,15 @@ struct GPTConfig {
     std::size_t context = 256;
     std::size_t layers = 6;
     std::size_t heads = 6;
-    std::size_t kv_heads = 0;     // 0: heads (plain multi-head attention)
+    std::size_t kv_heads = 0;  // 0: heads (plain multi-head attention)
     std::size_t dim = 384;
-    std::size_t mlp_hidden = 0;   // 0: 4 dim
+    std::size_t mlp_hidden = 0;  // 0: 4 dim
     bool bias = true;
     bool rms_norm = false;
     bool tie_weights = true;
     std::string activation = "gelu";
     double dropout = 0;
-    std::uint64_t seed = 1337;    // initialisation and dropout
+    std::uint64_t seed = 1337;  // initialisation and dropout
 };
 
 class GPT : public Module {

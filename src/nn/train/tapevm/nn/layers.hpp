@@ -216,10 +216,10 @@ struct BlockConfig {
     std::size_t kv_heads = 4;
     std::size_t mlp_hidden = 256;
     bool bias = true;
-    bool rms_norm = false;       // RMSNorm instead of LayerNorm
+    bool rms_norm = false;  // RMSNorm instead of LayerNorm
     std::string activation = "gelu";
-    double dropout = 0;          // after attention and after the MLP (residual dropout)
-    std::uint64_t seed = 0;      // dropout's RNG
+    double dropout = 0;      // after attention and after the MLP (residual dropout)
+    std::uint64_t seed = 0;  // dropout's RNG
 };
 
 /// Pre-norm transformer block: h = x + attn(ln_1(x)); y = h + mlp(ln_2(h)). Children `ln_1`,

@@ -64,7 +64,9 @@ public:
     Module& module() override { return model_; }
     Tensor loss(const Batch& batch, double grad_scale) override;
     void backward() override;
-    std::size_t count(const Batch& batch) const override { return batch.inputs.rank() ? batch.inputs.dim(0) : 1; }
+    std::size_t count(const Batch& batch) const override {
+        return batch.inputs.rank() ? batch.inputs.dim(0) : 1;
+    }
 
 private:
     Module& model_;
@@ -72,27 +74,27 @@ private:
 };
 
 struct TrainerOptions {
-    std::size_t steps = 1000;        // optimizer steps fit runs up to (counting resumed ones)
-    std::size_t accumulation = 1;    // micro-batches per step
-    double clip = 0;                 // global-norm clipping threshold; 0: none
+    std::size_t steps = 1000;                // optimizer steps fit runs up to (counting resumed ones)
+    std::size_t accumulation = 1;            // micro-batches per step
+    double clip = 0;                         // global-norm clipping threshold; 0: none
     std::optional<CosineSchedule> schedule;  // else the optimizer's lr stays
-    std::size_t eval_interval = 0;   // validate every this many steps (and at the end); 0: never
-    std::size_t eval_batches = 4;    // validation batches per evaluation
-    LossScaler* loss_scaler = nullptr;  // fp16: dynamic loss scaling (gradients in compute dtype)
+    std::size_t eval_interval = 0;           // validate every this many steps (and at the end); 0: never
+    std::size_t eval_batches = 4;            // validation batches per evaluation
+    LossScaler* loss_scaler = nullptr;       // fp16: dynamic loss scaling (gradients in compute dtype)
 };
 
 /// What the callback hears after each step.
 struct StepReport {
-    std::size_t step = 0;            // 1-based: steps done
+    std::size_t step = 0;  // 1-based: steps done
     std::size_t total_steps = 0;
-    double loss = 0;                 // mean over the step's micro-batches
+    double loss = 0;  // mean over the step's micro-batches
     std::optional<double> validation_loss;
     double lr = 0;
-    double grad_norm = 0;            // before clipping (unscaled)
-    bool skipped = false;            // non-finite gradients under loss scaling
-    std::size_t tokens = 0;          // this step's tokens (or samples)
-    double seconds = 0;              // wall time of this step
-    double elapsed = 0;              // wall time since fit began
+    double grad_norm = 0;    // before clipping (unscaled)
+    bool skipped = false;    // non-finite gradients under loss scaling
+    std::size_t tokens = 0;  // this step's tokens (or samples)
+    double seconds = 0;      // wall time of this step
+    double elapsed = 0;      // wall time since fit began
 };
 
 class Trainer {
