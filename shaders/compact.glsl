@@ -20,7 +20,7 @@
 #endif
 
 #if TV_LOCAL_HOMES
-layout(constant_id = 1) const uint HOME_COUNT = 1;
+layout(constant_id = TV_SPEC_HOME_COUNT) const uint HOME_COUNT = 1;
 REAL homes[HOME_COUNT];
 #define TV_HOME(home, lane) homes[home]
 #else

@@ -8,23 +8,26 @@
 // touch neighbouring addresses. Plane 0 holds values; the kernels put tangents or adjoints in
 // the planes after it. Inputs, parameters and results keep the user's row-major layout.
 
-// The workgroup size is specialization constant 0, set by the runtime (kernels.hpp:
-// workgroup_size); 64 when none is given.
-layout(local_size_x = 64, local_size_x_id = 0) in;
+// The bindings and specialization constant ids are shaders/bindings.h's, shared with the C++
+// runtime. The workgroup size is specialization constant TV_SPEC_WORKGROUP, set by the runtime
+// (kernels.hpp: workgroup_size); 64 when none is given.
+#include "bindings.h"
+
+layout(local_size_x = 64, local_size_x_id = TV_SPEC_WORKGROUP) in;
 
 #include "push_constants.h"
 
-layout(std430, set = 0, binding = 0) readonly buffer Program { uvec4 instructions[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Constants { REAL constants[]; };
-layout(std430, set = 0, binding = 2) readonly buffer OutputSlots { uint output_slots[]; };
-layout(std430, set = 0, binding = 3) readonly buffer Guards { uvec2 guards[]; };
-layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };
-layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };
-layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };
-layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };
-layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };
-layout(std430, set = 0, binding = 9) buffer Work { REAL work[]; };
-layout(std430, set = 0, binding = 10) buffer Flags { uint diverged[]; };  // [lanes] and a count
+layout(std430, set = 0, binding = TV_BINDING_PROGRAM) readonly buffer Program { uvec4 instructions[]; };
+layout(std430, set = 0, binding = TV_BINDING_CONSTANTS) readonly buffer Constants { REAL constants[]; };
+layout(std430, set = 0, binding = TV_BINDING_OUTPUT_SLOTS) readonly buffer OutputSlots { uint output_slots[]; };
+layout(std430, set = 0, binding = TV_BINDING_GUARDS) readonly buffer Guards { uvec2 guards[]; };
+layout(std430, set = 0, binding = TV_BINDING_INPUTS) readonly buffer Inputs { REAL inputs[]; };
+layout(std430, set = 0, binding = TV_BINDING_PARAMS) readonly buffer Params { REAL params[]; };
+layout(std430, set = 0, binding = TV_BINDING_EXTRA0) readonly buffer Extra0 { REAL extra0[]; };
+layout(std430, set = 0, binding = TV_BINDING_EXTRA1) readonly buffer Extra1 { REAL extra1[]; };
+layout(std430, set = 0, binding = TV_BINDING_RESULTS) writeonly buffer Results { REAL results[]; };
+layout(std430, set = 0, binding = TV_BINDING_WORK) buffer Work { REAL work[]; };
+layout(std430, set = 0, binding = TV_BINDING_FLAGS) buffer Flags { uint diverged[]; };  // [lanes] and a count
 
 // Index of slot `slot` of plane `plane` for `lane`.
 uint at(uint plane, uint slot, uint lane) { return (plane * pc.slot_count + slot) * pc.lanes + lane; }

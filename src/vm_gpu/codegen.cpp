@@ -17,6 +17,11 @@ namespace tapevm::gpu::detail {
 
 namespace {
 
+// The layout qualifier of storage buffer `binding` of set 0 (shaders/bindings.h's numbers).
+std::string buffer_layout(Binding binding) {
+    return "layout(std430, set = 0, binding = " + std::to_string(binding) + ") ";
+}
+
 std::string op_name(Op op) {
     std::string name(info(op).name);
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -183,21 +188,20 @@ private:
         if (dual()) w_.raw("#include \"dual_ops.glsl\"\n");
         w_.raw("layout(local_size_x = " + std::to_string(spec_.workgroup) +
                ") in;\n#include \"push_constants.h\"\n");
-        w_.raw("layout(std430, set = 0, binding = 4) readonly buffer Inputs { REAL inputs[]; };\n");
+        w_.raw(buffer_layout(binding_inputs) + "readonly buffer Inputs { REAL inputs[]; };\n");
         const std::string real4 = d ? "dvec4" : "vec4";  // the same buffers, four values at a time
         if (stage_inputs_)
-            w_.raw("layout(std430, set = 0, binding = 4) readonly buffer Inputs4 { " + real4 +
-                   " inputs4[]; };\n");
-        w_.raw("layout(std430, set = 0, binding = 5) readonly buffer Params { REAL params[]; };\n");
-        w_.raw("layout(std430, set = 0, binding = 6) readonly buffer Extra0 { REAL extra0[]; };\n");
-        w_.raw("layout(std430, set = 0, binding = 7) readonly buffer Extra1 { REAL extra1[]; };\n");
-        w_.raw("layout(std430, set = 0, binding = 8) writeonly buffer Results { REAL results[]; };\n");
+            w_.raw(buffer_layout(binding_inputs) + "readonly buffer Inputs4 { " + real4 + " inputs4[]; };\n");
+        w_.raw(buffer_layout(binding_params) + "readonly buffer Params { REAL params[]; };\n");
+        w_.raw(buffer_layout(binding_extra0) + "readonly buffer Extra0 { REAL extra0[]; };\n");
+        w_.raw(buffer_layout(binding_extra1) + "readonly buffer Extra1 { REAL extra1[]; };\n");
+        w_.raw(buffer_layout(binding_results) + "writeonly buffer Results { REAL results[]; };\n");
         if (stage_results_)
-            w_.raw("layout(std430, set = 0, binding = 8) writeonly buffer Results4 { " + real4 +
+            w_.raw(buffer_layout(binding_results) + "writeonly buffer Results4 { " + real4 +
                    " results4[]; };\n");
-        w_.raw("layout(std430, set = 0, binding = 9) writeonly buffer Values { REAL values[]; };\n");
+        w_.raw(buffer_layout(binding_work) + "writeonly buffer Values { REAL values[]; };\n");
         if (!tape_.guards().empty())
-            w_.raw("layout(std430, set = 0, binding = 10) buffer Flags { uint diverged[]; };\n");
+            w_.raw(buffer_layout(binding_flags) + "buffer Flags { uint diverged[]; };\n");
         const std::uint32_t tile =
             std::max(stage_inputs_ ? input_stride() : 0u, stage_results_ ? result_stride() : 0u);
         if (tile > 0)  // the workgroup's rows of inputs, then of results, in shared memory

@@ -15,23 +15,10 @@
 #include "tapevm/error.hpp"
 #include "tuning.hpp"
 
-// Generated from shaders/*.comp by glslangValidator (shaders/meson.build).
-#include "forward_compact_f32.spv.h"
-#include "forward_compact_f64.spv.h"
-#include "forward_f32.spv.h"
-#include "forward_f64.spv.h"
-#include "forward_local_f32.spv.h"
-#include "forward_local_f64.spv.h"
-#include "hvp_f32.spv.h"
-#include "hvp_f64.spv.h"
-#include "reverse_compact_f32.spv.h"
-#include "reverse_compact_f64.spv.h"
-#include "reverse_f32.spv.h"
-#include "reverse_f64.spv.h"
-#include "reverse_local_f32.spv.h"
-#include "reverse_local_f64.spv.h"
-#include "tangent_f32.spv.h"
-#include "tangent_f64.spv.h"
+// tapevm_spirv_<kernel>_<f32|f64>, generated from shaders/*.comp by glslangValidator
+// (shaders/meson.build), one header each.
+#define TV_INTERPRETER_SPIRV_INCLUDES
+#include "interpreter_kernels.hpp"
 
 namespace tapevm::gpu::detail {
 
@@ -50,44 +37,22 @@ std::vector<std::array<std::uint32_t, 4>> device_program(const Tape& tape) {
 
 std::span<const std::uint32_t> embedded_spirv(Kernel kernel, bool double_precision) {
     switch (kernel) {
-        case Kernel::forward:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_forward_f32);
-        case Kernel::tangent:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_tangent_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_tangent_f32);
-        case Kernel::reverse:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_reverse_f32);
-        case Kernel::hvp:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_hvp_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_hvp_f32);
-        case Kernel::forward_compact:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_compact_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_forward_compact_f32);
-        case Kernel::reverse_compact:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_compact_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_reverse_compact_f32);
-        case Kernel::forward_local:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_forward_local_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_forward_local_f32);
-        case Kernel::reverse_local:
-            return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_reverse_local_f64)
-                                    : std::span<const std::uint32_t>(tapevm_spirv_reverse_local_f32);
+#define TV_KERNEL_SPIRV(name)                                                               \
+    case Kernel::name:                                                                      \
+        return double_precision ? std::span<const std::uint32_t>(tapevm_spirv_##name##_f64) \
+                                : std::span<const std::uint32_t>(tapevm_spirv_##name##_f32);
+        TV_INTERPRETER_KERNELS(TV_KERNEL_SPIRV)
+#undef TV_KERNEL_SPIRV
     }
     return {};
 }
 
 const char* kernel_name(Kernel kernel) {
     switch (kernel) {
-        case Kernel::forward: return "forward";
-        case Kernel::tangent: return "tangent";
-        case Kernel::reverse: return "reverse";
-        case Kernel::hvp: return "hvp";
-        case Kernel::forward_compact: return "forward_compact";
-        case Kernel::reverse_compact: return "reverse_compact";
-        case Kernel::forward_local: return "forward_local";
-        case Kernel::reverse_local: return "reverse_local";
+#define TV_KERNEL_NAME(name) \
+    case Kernel::name: return #name;
+        TV_INTERPRETER_KERNELS(TV_KERNEL_NAME)
+#undef TV_KERNEL_NAME
     }
     return "?";
 }
@@ -172,15 +137,22 @@ vk::raii::Pipeline Kernels::make_pipeline(ShaderSource source, bool double_preci
                                           identifier.identifier.begin() + identifier.identifierSize);
         }
     }
-    // Specialization constants: 0 the workgroup size, 1 (local kernels only) the home count,
-    // 2 and 3 (compact and local kernels, where not all) the op set's low and high words, 4
-    // (where not 0) the seeds.
+    // Specialization constants (shaders/bindings.h): the workgroup size; the home count (local
+    // kernels only); the op set's low and high words (compact and local kernels, where not all);
+    // the seeds (where not 0).
     const OpSet ops = specialization.ops;
-    const std::array<std::uint32_t, 5> values = {
-        workgroup_size(), specialization.home_count, static_cast<std::uint32_t>(ops),
-        static_cast<std::uint32_t>(ops >> 32), specialization.directions};
-    const std::array<bool, 5> set = {true, specialization.home_count > 0, ops != all_ops, ops != all_ops,
-                                     specialization.directions > 0};
+    std::array<std::uint32_t, spec_count> values{};
+    std::array<bool, spec_count> set{};
+    values[spec_workgroup] = workgroup_size();
+    set[spec_workgroup] = true;
+    values[spec_home_count] = specialization.home_count;
+    set[spec_home_count] = specialization.home_count > 0;
+    values[spec_ops_0] = static_cast<std::uint32_t>(ops);
+    set[spec_ops_0] = ops != all_ops;
+    values[spec_ops_1] = static_cast<std::uint32_t>(ops >> 32);
+    set[spec_ops_1] = ops != all_ops;
+    values[spec_directions] = specialization.directions;
+    set[spec_directions] = specialization.directions > 0;
     std::vector<vk::SpecializationMapEntry> entries;
     for (std::uint32_t id = 0; id < values.size(); ++id)
         if (set[id])
