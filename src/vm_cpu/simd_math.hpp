@@ -104,7 +104,7 @@ template <class Arch, class Real> struct SimdMath {
     // above 2^30 for tan, are redone with the C library: measured against glibc over
     // [-20 pi, 20 pi] (2,000 ulps either side of every k pi/2, and random points), xsimd is
     // within 1 ulp (double) down to 2^-44 and within 2 elsewhere, so the op stays within
-    // 2 ulp. (tests/cpu/test_cpu_trig.cpp checks k pi and (k + 1/2) pi up to k = 2^20.)
+    // 2 ulp. (tests/conformance/backend_cpu.cpp checks k pi and (k + 1/2) pi up to k = 2^20.)
     static Mask trig_outside(T x) { return ~(xsimd::abs(x) <= xsimd::constants::twentypi<T>()); }
     template <class Xsimd, class Std> static T trig(T x, Xsimd xf, Std sf, bool huge_too = false) {
         const Mask big = trig_outside(x);
