@@ -5,10 +5,11 @@
 # folder, all at once for SECONDS, starting from the seeds and the regression inputs. Prints
 # one line per process (executions, cov, ft, corpus, crashes) and a total per target; crashing
 # inputs land in fuzz-artifacts/ under $OUT (else /tmp/fuzz_long), to become regression tests.
+# TARGETS="csv ba" picks targets (default: all six).
 set -uo pipefail
 build=${1:?usage: bench/fuzz_long.sh BUILD_FUZZ SECONDS [PROCESSES]}
 seconds=${2:?usage: bench/fuzz_long.sh BUILD_FUZZ SECONDS [PROCESSES]}
-targets=(tape csv bench_inputs ba kernel_cache safetensors)
+read -r -a targets <<<"${TARGETS:-tape csv bench_inputs ba kernel_cache safetensors}"
 processes=${3:-$(($(nproc) / ${#targets[@]}))}
 ((processes >= 1)) || processes=1
 out=${OUT:-/tmp/fuzz_long}
