@@ -353,6 +353,17 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
             const auto jvp_double =
                 oracle_op.jvp(local_double.batch(), std::span<const double>(tangents_double));
             const auto jvp_real = oracle_op.jvp(local.batch(), std::span<const Real>(local_tangents));
+            // Where the backend may flush subnormals (NVIDIA's f32: sqrt's tangent at 1.4e-45 is
+            // then 1 / (2 sqrt(0)) = inf): the op's jvp at flushed operands and tangents too.
+            std::vector<double> jvp_flushed;
+            if (tol.subnormals_may_flush) {
+                std::vector<double> flushed_tangents = tangents_double;
+                for (double& t : flushed_tangents) t = flushed<Real>(t);
+                jvp_flushed = oracle_op
+                                  .jvp(Batch<double>{points, std::span<const double>(flushed_inputs), {}},
+                                       std::span<const double>(flushed_tangents))
+                                  .values;
+            }
             for (std::size_t p = 0; p < points; ++p) {
                 // sum_k partial_k * tangent_k, bounded relative to the sum of |terms|; a zero
                 // tangent absorbs its partial.
@@ -367,6 +378,14 @@ std::vector<bool> check_slots(Failures& failures, const Tape& tape, const PointS
                           real_judge(got, want, jvp_real.values[p]) ||
                           (std::isfinite(scale) &&
                            within(got, jvp_real.values[p], {0, 4 * bound.relative * scale + bound.absolute}));
+                if (!ok && !jvp_flushed.empty()) {
+                    const double at_flushed = jvp_flushed[p];
+                    ok = within(got, at_flushed,
+                                {0, bound.relative * std::fabs(at_flushed) + bound.absolute}) ||
+                         within(static_cast<double>(static_cast<Real>(flushed<Real>(got))),
+                                flushed<Real>(at_flushed),
+                                {0, bound.relative * std::fabs(at_flushed) + bound.absolute});
+                }
                 if (const auto own = partial_from_result(ins.op, value(p, slot)); !ok && own) {
                     const double t = tangents_double[p];
                     const double term = t == 0 ? 0.0 : *own * t;
