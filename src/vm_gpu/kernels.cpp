@@ -354,13 +354,14 @@ vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv
     return std::move(*pipeline);
 }
 
-void Kernels::print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const {
+void print_pipeline_statistics(const vk::raii::Device& device, const vk::raii::Pipeline& pipeline,
+                               const std::string& label) {
     try {
-        const auto executables = device_.getPipelineExecutablePropertiesKHR(vk::PipelineInfoKHR(*pipeline));
+        const auto executables = device.getPipelineExecutablePropertiesKHR(vk::PipelineInfoKHR(*pipeline));
         for (std::uint32_t e = 0; e < executables.size(); ++e) {
-            std::cerr << "gpu pipeline " << name << " [" << executables[e].name.data() << "]:";
+            std::cerr << label << " [" << executables[e].name.data() << "]:";
             for (const auto& statistic :
-                 device_.getPipelineExecutableStatisticsKHR(vk::PipelineExecutableInfoKHR(*pipeline, e))) {
+                 device.getPipelineExecutableStatisticsKHR(vk::PipelineExecutableInfoKHR(*pipeline, e))) {
                 std::cerr << ' ' << statistic.name.data() << '=';
                 switch (statistic.format) {
                     case vk::PipelineExecutableStatisticFormatKHR::eBool32:
@@ -381,8 +382,12 @@ void Kernels::print_statistics(const vk::raii::Pipeline& pipeline, const std::st
             std::cerr << '\n';
         }
     } catch (const vk::Error& error) {
-        std::cerr << "gpu pipeline " << name << ": no statistics (" << error.what() << ")\n";
+        std::cerr << label << ": no statistics (" << error.what() << ")\n";
     }
+}
+
+void Kernels::print_statistics(const vk::raii::Pipeline& pipeline, const std::string& name) const {
+    print_pipeline_statistics(device_, pipeline, "gpu pipeline " + name);
 }
 
 }  // namespace tapevm::gpu::detail

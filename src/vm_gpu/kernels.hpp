@@ -125,6 +125,13 @@ const char* kernel_name(Kernel kernel);
 /// starts; those in use stay alive). For tests, through clear_spirv_memory_cache().
 void forget_compiled_pipelines();
 
+/// Prints the driver's statistics of `pipeline` (registers, local memory, ...) to stderr, one
+/// line per executable starting with `label` (VK_KHR_pipeline_executable_properties, with
+/// pipeline statistics captured at creation); a driver that refuses gets a line saying so.
+/// Used by the interpreter's and compiled kernels' pipelines and by the nn layer's.
+void print_pipeline_statistics(const vk::raii::Device& device, const vk::raii::Pipeline& pipeline,
+                               const std::string& label);
+
 /// Optional device features the pipelines use.
 struct KernelsFeatures {
     /// VK_KHR_pipeline_executable_properties is enabled: each pipeline's statistics are printed

@@ -62,6 +62,29 @@ Geometry geometry(const Tensor& a, const Tensor& b, const Tensor& c, const Matmu
     return g;
 }
 
+/// The push constants of the product `g` (no split, no bias: record_matmul sets those). vec_a
+/// and vec_b are 1 where A's (B's) rows and batch strides are multiples of `vector` elements, so
+/// the kernel may load `vector` at a time; `vector` 0: never.
+MatmulPush matmul_push(const Geometry& g, const MatmulOptions& options, std::size_t vector) {
+    const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
+    const auto aligned = [&](std::size_t leading, std::size_t stride) {
+        return vector != 0 && leading % vector == 0 && stride % vector == 0 ? 1u : 0u;
+    };
+    return MatmulPush{u32(g.m),
+                      u32(g.n),
+                      u32(g.k),
+                      u32(g.batch),
+                      u32(g.stride_a),
+                      u32(g.stride_b),
+                      u32(g.stride_c),
+                      static_cast<float>(options.alpha),
+                      static_cast<float>(options.beta),
+                      aligned(lda, g.stride_a),
+                      aligned(ldb, g.stride_b),
+                      0,
+                      0};
+}
+
 /// Split-K slices for a C of `blocks` workgroups: 1 (none) unless C alone would leave most of a
 /// large GPU idle (batch 1, fewer than 128 blocks) and K is long (512 or more); then up to 256
 /// workgroups in all, slices of at least 128 k. (The small MLP's weight gradients, 64 x 64 over
@@ -159,21 +182,8 @@ void GpuBackend::matmul_tiled(const Tensor& a, const Tensor& b, const Tensor& c,
         throw Error("matmul: tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                     std::to_string(bk) + "x" + std::to_string(stages) +
                     " (TAPEVM_NN_MATMUL_TILE) is not one matmul.comp takes on this device");
-    const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
-    const bool f32 = a.dtype() == DType::f32;
-    MatmulPush push{u32(g.m),
-                    u32(g.n),
-                    u32(g.k),
-                    u32(g.batch),
-                    u32(g.stride_a),
-                    u32(g.stride_b),
-                    u32(g.stride_c),
-                    static_cast<float>(options.alpha),
-                    static_cast<float>(options.beta),
-                    f32 && lda % 4 == 0 && g.stride_a % 4 == 0 ? 1u : 0u,
-                    f32 && ldb % 4 == 0 && g.stride_b % 4 == 0 ? 1u : 0u,
-                    0,
-                    0};
+    // f32 rows of A and B are read four floats at a time where they stay aligned.
+    const MatmulPush push = matmul_push(g, options, a.dtype() == DType::f32 ? 4 : 0);
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535)
         throw Unsupported("matmul: " + c.describe() + " is too large");
     const std::string prefix = std::string("matmul_") + shader_suffix(a.dtype()) + "_";
@@ -223,20 +233,8 @@ bool GpuBackend::matmul_cooperative(const Tensor& a, const Tensor& b, const Tens
         throw Error("matmul: cooperative tile " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
                     std::to_string(bk) + "x" + std::to_string(warps_m) + "x" + std::to_string(warps_n) +
                     " (TAPEVM_NN_COOPMAT_TILE) is not valid");
-    const std::size_t lda = options.transpose_a ? g.m : g.k, ldb = options.transpose_b ? g.k : g.n;
-    MatmulPush push{u32(g.m),
-                    u32(g.n),
-                    u32(g.k),
-                    u32(g.batch),
-                    u32(g.stride_a),
-                    u32(g.stride_b),
-                    u32(g.stride_c),
-                    static_cast<float>(options.alpha),
-                    static_cast<float>(options.beta),
-                    lda % 8 == 0 && g.stride_a % 8 == 0 ? 1u : 0u,
-                    ldb % 8 == 0 && g.stride_b % 8 == 0 ? 1u : 0u,
-                    0,
-                    0};
+    // f16 rows of A and B are read eight halves (16 bytes) at a time where they stay aligned.
+    const MatmulPush push = matmul_push(g, options, 8);
     if ((g.n + bn - 1) / bn > 65535 || (g.m + bm - 1) / bm > 65535) return false;
     const std::array<std::uint32_t, 11> constants{
         bm, bn,      bk,    options.transpose_a ? 1u : 0u, options.transpose_b ? 1u : 0u, warps_m, mm, nn,

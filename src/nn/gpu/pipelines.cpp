@@ -12,6 +12,7 @@
 #include "errors.hpp"
 #include "float_controls.hpp"
 #include "glsl_compiler.hpp"
+#include "kernels.hpp"              // print_pipeline_statistics
 #include "gpu/nn_shader_table.hpp"  // generated (build/src/nn/gpu)
 #include "tapevm/error.hpp"
 #include "tuning.hpp"
@@ -93,43 +94,6 @@ Pipelines::Pipelines(gpu::detail::Device& device) : device_(device) {
                   device.device().getDispatcher()->vkGetPipelineExecutableStatisticsKHR != nullptr;
 }
 
-namespace {
-
-// Prints the driver's statistics of `pipeline` (registers, ...) to stderr.
-void print_statistics(const vk::raii::Device& device, const vk::raii::Pipeline& pipeline,
-                      const std::string& name) {
-    try {
-        const auto executables = device.getPipelineExecutablePropertiesKHR(vk::PipelineInfoKHR(*pipeline));
-        for (std::uint32_t e = 0; e < executables.size(); ++e) {
-            std::cerr << "nn gpu pipeline " << name << " [" << executables[e].name.data() << "]:";
-            for (const auto& statistic :
-                 device.getPipelineExecutableStatisticsKHR(vk::PipelineExecutableInfoKHR(*pipeline, e))) {
-                std::cerr << ' ' << statistic.name.data() << '=';
-                switch (statistic.format) {
-                    case vk::PipelineExecutableStatisticFormatKHR::eBool32:
-                        std::cerr << statistic.value.b32;
-                        break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eInt64:
-                        std::cerr << statistic.value.i64;
-                        break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eUint64:
-                        std::cerr << statistic.value.u64;
-                        break;
-                    case vk::PipelineExecutableStatisticFormatKHR::eFloat64:
-                        std::cerr << statistic.value.f64;
-                        break;
-                }
-                std::cerr << ';';
-            }
-            std::cerr << '\n';
-        }
-    } catch (const vk::Error& error) {
-        std::cerr << "nn gpu pipeline " << name << ": no statistics (" << error.what() << ")\n";
-    }
-}
-
-}  // namespace
-
 Pipelines::~Pipelines() = default;
 
 std::unique_ptr<GpuPipeline> Pipelines::make(const std::string& name, std::span<const std::uint32_t> spirv,
@@ -156,7 +120,9 @@ std::unique_ptr<GpuPipeline> Pipelines::make(const std::string& name, std::span<
         made->pipeline = vk::raii::Pipeline(device_.device(), nullptr,
                                             vk::ComputePipelineCreateInfo(flags, stage, *layout_));
         if (statistics_)
-            print_statistics(device_.device(), made->pipeline, specialization_key(name, specialization));
+            gpu::detail::print_pipeline_statistics(
+                device_.device(), made->pipeline,
+                "nn gpu pipeline " + specialization_key(name, specialization));
     } catch (...) {
         gpu::detail::rethrow_setup_error("nn gpu: cannot create the pipeline of " + name);
     }
