@@ -35,8 +35,11 @@ for kind in cold warm; do
     "$tapevm" "${gpt[@]}" "${no_eval[@]}" --steps 1 --out /tmp/first.safetensors >/dev/null 2>&1
     echo "tapevm process start to first step done ($kind): $(( ($(date +%s%N) - start) / 1000000 )) ms (with corpus load, init, checkpoint)"
 done
-for precision in f32 fp16; do
+# f32_clip_on_host: f32 with the gradient norm read on the host before each update (the
+# default computes the clip factor on the device): the A/B of that change.
+for precision in f32 f32_clip_on_host fp16; do
     flag=; [[ $precision == fp16 ]] && flag=--fp16
+    [[ $precision == f32_clip_on_host ]] && flag=--clip-on-host
     run 150 "$tapevm" "${gpt[@]}" "${no_eval[@]}" --steps "$steps" --log-interval 5 --out /tmp/ours_$precision.safetensors \
         --log "$out/ours_$precision.jsonl" $flag | tail -2
     TAPEVM_NN_PROFILE=1 "$tapevm" "${gpt[@]}" "${no_eval[@]}" --steps 5 --out /tmp/ours_$precision.safetensors $flag 2>&1 |
@@ -49,7 +52,7 @@ done
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]
-for name in ("f32", "fp16"):
+for name in ("f32", "f32_clip_on_host", "fp16"):
     rows = [json.loads(l) for l in open(f"{out}/ours_{name}.jsonl")]
     rates = sorted(r["tokens_per_s"] for r in rows[3:])
     print(f"tapevm {name}: median tokens/s over steps 4..: {rates[len(rates) // 2]:,.0f}")

@@ -32,7 +32,7 @@ constexpr std::string_view help =
                              [--preset tiny|shakespeare-char] [--steps N] [--batch N] [--accumulation N]
                              [--lr X] [--warmup N] [--schedule-steps N] [--dropout X] [--seed N]
                              [--eval-interval N] [--eval-batches N] [--out FILE] [--log FILE] [--resume FILE] [--fp16]
-                             [--init FILE] [--init-out FILE] [--batches-out FILE [--batches-count N]]
+                             [--clip-on-host] [--init FILE] [--init-out FILE] [--batches-out FILE [--batches-count N]]
 
 mlp: a 2-64-64-1 tanh MLP regresses sin(2 x1) cos(1.5 x2) on [-1, 1]^2 from random batches
 of 1,024 points with Adam (warm-up, cosine decay) and reports the validation mean squared
@@ -74,6 +74,9 @@ options:
   --fp16                mixed precision: f16 weights and activations for the passes, f32
                         master weights for the optimizer, dynamic loss scaling (a step with
                         non-finite gradients is skipped and the scale halved)
+  --clip-on-host        read the gradient norm on the host before each update (the default
+                        computes the clip factor on the device, without a wait; --fp16's
+                        loss scaling reads it on the host either way)
   --init FILE           start from these parameters (safetensors, as --init-out writes them)
                         instead of the seed's initialisation; a file of another model is an error
   --init-out FILE       write the initial parameters (safetensors, the configuration as gpt.*
@@ -98,7 +101,8 @@ constexpr OptionSpec options[] = {
     {"--log", true},          {"--resume", true},        {"--fp16", false},
     {"--dropout", true},      {"--warmup", true},        {"--schedule-steps", true},
     {"--init", true},         {"--init-out", true},      {"--batches", true},
-    {"--batches-out", true},  {"--batches-count", true}, {"--help", false}};
+    {"--batches-out", true},  {"--batches-count", true}, {"--help", false},
+    {"--clip-on-host", false}};
 
 nn::Device make_device(std::string_view name) {
     if (name == "cpu") return nn::Device::cpu();
@@ -426,6 +430,7 @@ int run_char_gpt(const Arguments& arguments, std::ostream& out) {
     trainer_options.steps = steps;
     trainer_options.accumulation = accumulation;
     trainer_options.clip = 1.0;
+    trainer_options.clip_on_device = !arguments.has("--clip-on-host");
     // bench/gpt_torch.py's schedule: warm-up min(100, S / 10), cosine to lr / 10 at step S, where
     // S is --schedule-steps (default --steps; a short run can follow a long run's schedule).
     const std::size_t schedule_steps = count_option(arguments, "--schedule-steps", steps);

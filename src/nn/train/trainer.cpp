@@ -48,6 +48,10 @@ StepReport Trainer::finish_step(RecordedStep& step) {
     double total = 0;
     for (PendingHostCopy& loss : step.losses) total += loss.to_double()[0];
     step.report.loss = total / static_cast<double>(step.losses.size());
+    if (step.norm_squared) {
+        step.report.grad_norm = std::sqrt(step.norm_squared->to_double()[0]) / step.loss_scale;
+        step.norm_squared.reset();
+    }
     return step.report;
 }
 
@@ -69,20 +73,29 @@ Trainer::RecordedStep Trainer::record_step(const BatchSource& train) {
         objective_.backward();
         report.tokens += objective_.count(batch);
     }
-    // The losses start their way to the host now: without clipping or loss scaling nothing
+    // The losses start their way to the host now: without loss scaling nothing
     // below waits for the device, and the host goes on recording while this step runs.
     for (const Tensor& loss : losses) recorded.losses.push_back(loss.to_host_later());
 
-    const bool need_norm = options_.clip > 0 || options_.loss_scaler != nullptr;
-    double factor = 1.0 / loss_scale;
-    if (need_norm) {
-        const double norm_squared = grad_norm_squared(optimizer_.parameters());
-        report.grad_norm = std::sqrt(norm_squared) / loss_scale;
-        const bool finite = std::isfinite(norm_squared);
-        if (options_.loss_scaler && !options_.loss_scaler->update(finite)) report.skipped = true;
-        if (options_.clip > 0) factor *= clip_factor(report.grad_norm, options_.clip);
+    // Clipping alone runs on the device: the factor is computed there from the norm and the
+    // update reads it, so nothing waits; the norm reaches the report with the losses. Loss
+    // scaling decides on the host whether the step runs, so it reads the norm now.
+    recorded.loss_scale = loss_scale;
+    if (options_.clip > 0 && options_.loss_scaler == nullptr && options_.clip_on_device) {
+        const Tensor norm_squared = grad_norm_squared_tensor(optimizer_.parameters());
+        optimizer_.step(clip_factor(norm_squared, options_.clip, 1.0 / loss_scale));
+        recorded.norm_squared = norm_squared.to_host_later();
+    } else {
+        double factor = 1.0 / loss_scale;
+        if (options_.loss_scaler || options_.clip > 0) {
+            const double norm_squared = grad_norm_squared(optimizer_.parameters());
+            report.grad_norm = std::sqrt(norm_squared) / loss_scale;
+            const bool finite = std::isfinite(norm_squared);
+            if (options_.loss_scaler && !options_.loss_scaler->update(finite)) report.skipped = true;
+            if (options_.clip > 0) factor *= clip_factor(report.grad_norm, options_.clip);
+        }
+        if (!report.skipped) optimizer_.step(factor);
     }
-    if (!report.skipped) optimizer_.step(factor);
     ++step_;
     report.step = step_;
     report.seconds = seconds_since(start);

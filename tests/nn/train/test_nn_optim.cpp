@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "gradient_check.hpp"
@@ -20,9 +21,9 @@ namespace {
 // A module with two bare parameters (one matrix, one vector) and no forward: optimizer tests.
 class Bare : public Module {
 public:
-    explicit Bare(const Device& device) {
-        matrix_ = make_parameter(device, {2, 3}, DType::f64);
-        vector_ = make_parameter(device, {3}, DType::f64);
+    explicit Bare(const Device& device, DType dtype = DType::f64) {
+        matrix_ = make_parameter(device, {2, 3}, dtype);
+        vector_ = make_parameter(device, {3}, dtype);
         register_parameter("matrix", matrix_);
         register_parameter("vector", vector_);
     }
@@ -132,6 +133,51 @@ TEST_CASE("cosine schedule, clipping and the loss scaler") {
     CHECK(scaler.update(true));
     CHECK(scaler.scale() == 1024);
     CHECK(scaler.skipped() == 1);
+}
+
+TEST_CASE("clipping on the device: clip_factor(tensor) and step(tensor) match the host path") {
+    for (const Device& device : {Device::reference(), Device::cpu()}) {
+        INFO(device.name());
+        // Two equal models; one clips through the host, one through a device tensor.
+        const DType dtype = device.accumulate_dtype();  // f64 on the reference device, f32 on the cpu
+        Bare host_model(device, dtype), device_model(device, dtype);
+        device_model.matrix_.value.assign(host_model.matrix_.value.to_double());
+        device_model.vector_.value.assign(host_model.vector_.value.to_double());
+        AdamW host_opt(host_model.parameters(), {.lr = 0.1, .weight_decay = 0.1});
+        AdamW device_opt(device_model.parameters(), {.lr = 0.1, .weight_decay = 0.1});
+        SGD sgd(device_model.parameters(), {.lr = 0.1, .momentum = 0.9});
+        for (int step = 0; step < 3; ++step) {
+            set_gradients(host_model, step);
+            set_gradients(device_model, step);
+            const double inv_scale = 0.5;  // a loss scale of 2 to remove
+            const double norm = grad_norm(host_model.parameters()) * inv_scale;
+            const double max_norm = step == 1 ? 100.0 : 0.3;  // step 1 does not clip
+            const Tensor norm_squared = grad_norm_squared_tensor(device_model.parameters());
+            CHECK(norm_squared.shape() == Shape{1});
+            const Tensor factor = clip_factor(norm_squared, max_norm, inv_scale);
+            const double expected = clip_factor(norm, max_norm) * inv_scale;
+            const double tolerance = device.name() == "reference" ? 1e-14 : 1e-6;
+            CHECK(factor.to_double()[0] == doctest::Approx(expected).epsilon(tolerance));
+            host_opt.step(expected);
+            device_opt.step(factor);
+        }
+        const std::vector<double> want = host_model.matrix_.value.to_double();
+        const std::vector<double> got = device_model.matrix_.value.to_double();
+        for (std::size_t i = 0; i < want.size(); ++i) CHECK(got[i] == doctest::Approx(want[i]).epsilon(1e-6));
+        // SGD reads a device multiplier too: a factor of 0 leaves the parameters as they are.
+        const Tensor zero_factor = device.zeros({1}, device_model.matrix_.value.dtype());
+        sgd.step(zero_factor);
+        const std::vector<double> after = device_model.matrix_.value.to_double();
+        for (std::size_t i = 0; i < got.size(); ++i) CHECK(after[i] == got[i]);
+        // A non-finite norm clips nothing (factor = inv_scale), as on the host.
+        const Tensor bad = device.empty({1}, dtype);
+        bad.assign(std::vector<double>{std::numeric_limits<double>::infinity()});
+        CHECK(clip_factor(bad, 1.0, 0.25).to_double()[0] == 0.25);
+        // Bad arguments: a typed error, nothing run.
+        CHECK_THROWS_AS(device_opt.step(device.zeros({2}, dtype)), tapevm::ShapeError);
+        CHECK_THROWS_AS(device_opt.step(Tensor()), tapevm::Error);
+        CHECK_THROWS_AS(clip_factor(bad, 0.0), tapevm::Error);
+    }
 }
 
 TEST_CASE("gradient accumulation: one batch of 64 equals 4 micro-batches of 16 (cpu, f32)") {

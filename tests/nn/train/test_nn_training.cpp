@@ -52,6 +52,34 @@ TEST_CASE("char-gpt tiny learns a Markov chain to within 0.1 nats of its entropy
     CHECK(validation > entropy - 0.05);  // no model beats the entropy rate (up to sampling noise)
 }
 
+TEST_CASE("clipping on the device and on the host give the same steps (cpu)") {
+    const CharCorpus corpus(markov_text(4000, 5));
+    const Device device = Device::cpu();
+    std::vector<std::vector<StepReport>> runs;
+    for (const bool on_device : {true, false}) {
+        GPT model(device, {.vocab = 8, .context = 16, .layers = 1, .heads = 2, .dim = 16, .seed = 4});
+        AdamW optimizer(model.parameters(), {.lr = 1e-2});
+        LanguageModelObjective objective(model);
+        TrainerOptions options;
+        options.steps = 6;
+        options.clip = 0.05;  // below the norms: every step clips
+        options.clip_on_device = on_device;
+        Trainer trainer(objective, optimizer, options);
+        std::vector<StepReport>& reports = runs.emplace_back();
+        trainer.fit(corpus.source(device, false, 4, 16, 1), {},
+                    [&](const StepReport& r) { reports.push_back(r); });
+    }
+    REQUIRE(runs[0].size() == 6);
+    REQUIRE(runs[1].size() == 6);
+    for (std::size_t i = 0; i < 6; ++i) {
+        INFO("step " << i + 1);
+        CHECK(runs[0][i].grad_norm > 0.05);
+        CHECK(runs[0][i].grad_norm == doctest::Approx(runs[1][i].grad_norm).epsilon(1e-5));
+        CHECK(runs[0][i].loss == doctest::Approx(runs[1][i].loss).epsilon(1e-5));
+    }
+    CHECK(runs[0][5].loss < runs[0][0].loss);
+}
+
 TEST_CASE("corpus errors and sampling") {
     CHECK_THROWS_AS(CharCorpus(""), tapevm::Error);
     CHECK_THROWS_AS(CharCorpus("aaaaaaaa"), tapevm::Error);

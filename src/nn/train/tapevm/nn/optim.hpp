@@ -7,9 +7,9 @@
 //
 //   AdamW opt(model.parameters(), {.lr = 1e-3, .weight_decay = 0.1});
 //   model.zero_grad(); model.loss(x, y); model.backward_loss();
-//   const double norm = grad_norm(opt.parameters());
 //   opt.set_lr(schedule.at(step));
-//   opt.step(clip_factor(norm, 1.0));
+//   opt.step(clip_factor(grad_norm_squared_tensor(opt.parameters()), 1.0));  // no host wait
+// (or, reading the norm on the host first: opt.step(clip_factor(grad_norm(opt.parameters()), 1.0))).
 #pragma once
 
 #include <cstddef>
@@ -33,6 +33,10 @@ public:
     /// One update from the gradients times grad_scale; counts a step. After it, parameters'
     /// compute copies (mixed precision) are refreshed from the master values.
     void step(double grad_scale = 1);
+    /// The same with the multiplier read by the device from `grad_scale`, one element on the
+    /// parameters' device (e.g. clip_factor() of grad_norm_squared_tensor()): nothing waits for
+    /// the device to produce it.
+    void step(const Tensor& grad_scale);
     /// Sets every gradient to 0.
     void zero_grad();
 
@@ -47,13 +51,23 @@ public:
     virtual std::vector<std::pair<std::string, Tensor>> state() const = 0;
 
 protected:
-    /// Updates parameter `index` from `grad` (the gradient in the value's dtype).
-    virtual void update(std::size_t index, Parameter& parameter, const Tensor& grad, double grad_scale) = 0;
+    /// The gradient multiplier of one step: `device`, a one-element tensor, when defined, else
+    /// `host`.
+    struct GradScale {
+        double host = 1;
+        Tensor device;
+    };
+    /// Updates parameter `index` from `grad` (the gradient in the value's dtype) times `scale`.
+    virtual void update(std::size_t index, Parameter& parameter, const Tensor& grad,
+                        const GradScale& scale) = 0;
 
     std::vector<NamedParameter> parameters_;
     std::vector<Tensor> master_grads_;  // f32 copies of lower-precision gradients (mixed precision)
     double lr_ = 0;
     std::uint64_t steps_ = 0;
+
+private:
+    void step_with(const GradScale& scale);
 };
 
 struct SGDOptions {
@@ -69,7 +83,7 @@ public:
     std::vector<std::pair<std::string, Tensor>> state() const override;
 
 protected:
-    void update(std::size_t index, Parameter& parameter, const Tensor& grad, double grad_scale) override;
+    void update(std::size_t index, Parameter& parameter, const Tensor& grad, const GradScale& scale) override;
 
 private:
     SGDOptions options_;
@@ -96,7 +110,7 @@ public:
     const AdamOptions& options() const { return options_; }
 
 protected:
-    void update(std::size_t index, Parameter& parameter, const Tensor& grad, double grad_scale) override;
+    void update(std::size_t index, Parameter& parameter, const Tensor& grad, const GradScale& scale) override;
 
 private:
     AdamOptions options_;
@@ -125,8 +139,16 @@ struct CosineSchedule {
 /// inf when any gradient holds one.
 double grad_norm_squared(const std::vector<NamedParameter>& parameters);
 double grad_norm(const std::vector<NamedParameter>& parameters);
-/// min(1, max_norm / (norm + 1e-6)): the gradient multiplier of global-norm clipping.
+/// The same left on the device: one element of the device's accumulate dtype, no host read.
+Tensor grad_norm_squared_tensor(const std::vector<NamedParameter>& parameters);
+/// min(1, max_norm / (norm + 1e-6)): the gradient multiplier of global-norm clipping; 1 when
+/// the norm is not finite.
 double clip_factor(double norm, double max_norm);
+/// The same on the device, for Optimizer::step(const Tensor&): from norm_squared (one element,
+/// grad_norm_squared_tensor) with norm = sqrt(norm_squared) * inv_scale, a tensor holding
+/// clip_factor(norm, max_norm) * inv_scale (inv_scale removes a loss scale). Computed in the
+/// tensor's dtype (f32 on the cpu and gpu devices).
+Tensor clip_factor(const Tensor& norm_squared, double max_norm, double inv_scale = 1);
 
 /// Dynamic loss scaling for fp16: multiply the loss gradient by scale(); after backward call
 /// update(finite) with whether every gradient is finite. A non-finite step must be skipped:

@@ -74,9 +74,12 @@ private:
 };
 
 struct TrainerOptions {
-    std::size_t steps = 1000;                // optimizer steps fit runs up to (counting resumed ones)
-    std::size_t accumulation = 1;            // micro-batches per step
-    double clip = 0;                         // global-norm clipping threshold; 0: none
+    std::size_t steps = 1000;      // optimizer steps fit runs up to (counting resumed ones)
+    std::size_t accumulation = 1;  // micro-batches per step
+    double clip = 0;               // global-norm clipping threshold; 0: none
+    // Without loss scaling the clip factor is computed and read on the device (no host wait
+    // per step); false reads the norm on the host first, as loss scaling always does.
+    bool clip_on_device = true;
     std::optional<CosineSchedule> schedule;  // else the optimizer's lr stays
     std::size_t eval_interval = 0;           // validate every this many steps (and at the end); 0: never
     std::size_t eval_batches = 4;            // validation batches per evaluation
@@ -128,6 +131,8 @@ private:
     struct RecordedStep {
         StepReport report;
         std::vector<PendingHostCopy> losses;
+        std::optional<PendingHostCopy> norm_squared;  // clipping on the device: the norm, read later
+        double loss_scale = 1;
     };
     RecordedStep record_step(const BatchSource& train);
     static StepReport finish_step(RecordedStep& step);
