@@ -78,9 +78,12 @@ private:
     mutable std::vector<Real> downloaded_;
 };
 
+// Throughput: every call on the compiled kernel (a call waits for its build), never a first call
+// on the interpreter while the kernel builds (time to first result: first_result.hpp).
 gpu::Options engine_options(gpu::Engine engine) {
     gpu::Options options;
     options.engine = engine;
+    options.compile = gpu::CompileWait::wait;
     return options;
 }
 

@@ -10,6 +10,10 @@
 #   1b. the tape compiler's compile times per workload and mode, cold and from the disk cache,
 #      then JAX's for the same functions, cold and from its persistent compilation cache, into
 #      compile.txt (step compile);
+#   1c. time to first result (issue 21): `tapevm bench --first-result` for ba, mlp16 and mlp in f32
+#      and f64 at 2^16 points, a new Vm per record whose kernel builds in the background while its
+#      first call runs on the interpreter: cold (empty tapevm cache, NVIDIA's shader cache off),
+#      then warm (the kernels cached on disk by the cold run), into first.txt (step first);
 #   2. tapevm bench: the tape compiler's kernels (compiled, compiled-e2e) and the GPU interpreter
 #      (gpu, gpu-e2e) device-resident and with transfers, the CPU VM and the native baselines on
 #      this machine's cores, f32 and f64, at 2^16, 2^20, 2^22 points for ba, rosenbrock16 and
@@ -25,7 +29,7 @@
 #      cost of a call (small batches), into tune_compiled.json.
 # bench/gpu_pack.sh BUILD .gpu makes BIN_DIR (.gpu/bin) and brings the loader.
 # Few files come back from the GPU machine: OUT_DIR gets log.txt (everything printed), tests.txt
-# (the test executables' output), compile.txt, smi.csv and gpu.json, mlp.json, cpu.json, jax.json,
+# (the test executables' output), compile.txt, first.txt, smi.csv and gpu.json, mlp.json, cpu.json, jax.json,
 # tune.json, tune_compiled.json (bench records).
 set -uo pipefail
 bin=$1
@@ -40,9 +44,9 @@ if [[ -z ${VK_DRIVER_FILES:-} ]] && ! "$tapevm" devices >/dev/null 2>&1; then
     echo "gpu_bench: no driver on the default paths; using VK_DRIVER_FILES=${icd:-<none found>}"
     [[ -n $icd ]] && export VK_DRIVER_FILES=$icd
 fi
-# TAPEVM_GPU_BENCH_STEPS picks steps (default "tests,compile,gpu,cpu,jax"; "tune" adds step 4,
+# TAPEVM_GPU_BENCH_STEPS picks steps (default "tests,compile,first,gpu,cpu,jax"; "tune" adds step 4,
 # "tune-compiled" step 5).
-steps=,${TAPEVM_GPU_BENCH_STEPS:-tests,compile,gpu,cpu,jax},
+steps=,${TAPEVM_GPU_BENCH_STEPS:-tests,compile,first,gpu,cpu,jax},
 want() { [[ $steps == *,$1,* ]]; }
 # TAPEVM_GPU_BENCH_POINTS=a,b,c runs other batch sizes (a quick check elsewhere: 256,1024).
 points=${TAPEVM_GPU_BENCH_POINTS:-65536,1048576,4194304}
@@ -131,6 +135,22 @@ if want compile; then
                 sed "s/^/jax $w f32 $run: /" >>"$out/compile.txt"
         done
     done
+fi
+
+# 1c. time to first result (step first): each record a new Vm (Engine::compiled, CompileWait::background)
+# in one process whose device is opened first; cold: an empty tapevm cache and NVIDIA's shader
+# cache off, so every kernel (the interpreter's too) is compiled by the driver; warm: the second
+# process finds the cold run's kernels on disk. JAX's compile times for the same tapes are
+# compile.txt's (step compile).
+if want first; then
+    rm -rf /tmp/tapevm-first-cache
+    for run in cold warm; do
+        echo "== $run" >>"$out/first.txt"
+        __GL_SHADER_DISK_CACHE=$([[ $run == cold ]] && echo 0 || echo 1) TAPEVM_CACHE_DIR=/tmp/tapevm-first-cache \
+            "$tapevm" bench --first-result --workload ba,mlp16,mlp --precision f32,f64 --points 65536 \
+            >>"$out/first.txt" 2>&1
+    done
+    cat "$out/first.txt"
 fi
 
 # 2. tapevm bench

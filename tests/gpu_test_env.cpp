@@ -15,6 +15,9 @@ namespace tapevm::test {
 void prepare_gpu_test_environment() {
     keep_vulkan_driver_loaded();
     setenv("TAPEVM_VULKAN_VALIDATION", "1", 0);
+    // Engine::compiled's calls wait for their kernels (gpu::CompileWait), so that the suites
+    // test the compiled kernels from the first call; the background tests ask for background.
+    setenv("TAPEVM_GPU_COMPILE", "wait", 0);
 }
 
 bool vulkan_device_present(const char* suites) {

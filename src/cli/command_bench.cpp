@@ -1,7 +1,9 @@
 // tapevm-bench bench (`tapevm bench`): the benchmark driver of bench/ (bench/README.md) behind a
 // command line.
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -9,6 +11,7 @@
 #include "backends.hpp"
 #include "bench.hpp"
 #include "commands.hpp"
+#include "first_result.hpp"
 #include "inputs_file.hpp"
 #include "tapevm/tape_file.hpp"
 #include "workloads.hpp"
@@ -20,6 +23,7 @@ constexpr std::string_view help =
     R"(usage: tapevm bench [--workload W] [--mode M] [--backend B] [--precision P]
                     [--threads N] [--points N] [--repeats R] [--json FILE]
        tapevm bench --list
+       tapevm bench --first-result [--cold] [--workload W] [--mode M] [--precision P] [--points N]
        tapevm bench --nn [OPTIONS]   the nn kernels (tapevm help bench-nn)
        tapevm bench --workload W --points N [--mode M] --write-inputs FILE
        tapevm bench --workload W --write-tape FILE
@@ -48,6 +52,14 @@ options:
   --repeats R     timed runs per record (default 5)
   --json FILE     also write the records as JSON
   --list          the workloads and backends, and which backends this build has
+  --first-result  time to first result instead: for each workload, mode, precision and points,
+                  a new gpu::Vm with the tape compiler (Engine::compiled) building its kernel in
+                  the background (CompileWait::background), from the Vm's construction to the
+                  first call's results on the host (that call runs on the interpreter unless the
+                  kernel was cached), and to the end of the first call on the compiled kernel;
+                  the device is opened before; first results checked against the reference VM
+  --cold          with --first-result: build every kernel from nothing (TAPEVM_CACHE_DIR set to
+                  a new empty folder, removed at the end); default: the user's kernel cache
   --write-inputs FILE
                   write one workload's N points (and the reference VM's results at 64 of
                   them) for bench/jax_bench.py, instead of measuring (bench/README.md)
@@ -56,10 +68,11 @@ options:
                   tape compiler's compile times: inspect FILE --plan --compile)
 )";
 
-constexpr OptionSpec options[] = {{"--workload", true},     {"--mode", true},       {"--backend", true},
-                                  {"--precision", true},    {"--threads", true},    {"--points", true},
-                                  {"--repeats", true},      {"--json", true},       {"--list", false},
-                                  {"--write-inputs", true}, {"--write-tape", true}, {"--help", false}};
+constexpr OptionSpec options[] = {{"--workload", true},      {"--mode", true},       {"--backend", true},
+                                  {"--precision", true},     {"--threads", true},    {"--points", true},
+                                  {"--repeats", true},       {"--json", true},       {"--list", false},
+                                  {"--write-inputs", true},  {"--write-tape", true}, {"--help", false},
+                                  {"--first-result", false}, {"--cold", false}};
 
 void list(std::ostream& out) {
     out << "workloads:\n";
@@ -74,6 +87,39 @@ void list(std::ostream& out) {
         out << "  " << info.name << std::string(14 - info.name.size(), ' ')
             << (info.available() ? info.description : info.unavailable) << '\n';
     }
+}
+
+// `--first-result`: time to first result (first_result.hpp), with its own cache folder when cold.
+int first_result(const bench::Config& config, bool cold, std::ostream& out, std::ostream& err) {
+    std::filesystem::path folder;
+    if (cold) {
+        std::string pattern =
+            (std::filesystem::temp_directory_path() / "tapevm_first_result_XXXXXX").string();
+        if (mkdtemp(pattern.data()) == nullptr)
+            throw Error("cannot make a temporary cache folder: " + std::string(std::strerror(errno)));
+        folder = pattern;
+        setenv("TAPEVM_CACHE_DIR", folder.c_str(), 1);
+    }
+    const auto remove_folder = [&] {
+        std::error_code ignored;
+        if (!folder.empty()) std::filesystem::remove_all(folder, ignored);
+    };
+    double device_open_s = 0;
+    std::string device;
+    std::vector<bench::FirstResultRecord> records;
+    try {
+        records = bench::measure_first_results(config, device_open_s, device, err);
+    } catch (const bench::CheckFailed& failed) {
+        remove_folder();
+        err << "error: " << failed.what() << '\n';
+        return 1;
+    } catch (...) {
+        remove_folder();
+        throw;
+    }
+    remove_folder();
+    bench::print_first_results(records, device_open_s, device, cold, out);
+    return 0;
 }
 
 int run(std::span<const std::string_view> args, std::ostream& out, std::ostream& err) {
@@ -116,6 +162,9 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
             << bench::mode_name(mode) << ") to " << *path << '\n';
         return 0;
     }
+
+    if (arguments.has("--first-result")) return first_result(config, arguments.has("--cold"), out, err);
+    if (arguments.has("--cold")) throw UsageError("--cold needs --first-result");
 
     // Open the JSON file first, so a bad path fails before minutes of measuring.
     std::ofstream json;

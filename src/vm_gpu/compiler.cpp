@@ -3,11 +3,14 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
+#include <system_error>
 #include <map>
 #include <mutex>
 #include <span>
 
 #include "codegen_fingerprint.hpp"
+#include "compile_pool.hpp"
 #include "context.hpp"
 #include "disk_cache.hpp"
 #include "glsl_compiler.hpp"
@@ -89,7 +92,11 @@ std::string over_limit(const GeneratedKernel& kernel, std::string_view device_ty
 
 std::string over_limit(std::size_t statements, std::size_t library_calls, std::string_view device_type,
                        bool double_precision) {
-    const std::size_t limit = statement_limit(device_type);
+    return over_limit(statements, library_calls, device_type, double_precision, statement_limit(device_type));
+}
+
+std::string over_limit(std::size_t statements, std::size_t library_calls, std::string_view device_type,
+                       bool double_precision, std::size_t limit) {
     const bool cpu = device_type == "cpu";
     const std::size_t call_weight = !cpu ? 0 : (double_precision ? 150 : 25);
     const std::size_t size = statements + library_calls * call_weight;
@@ -173,89 +180,193 @@ std::shared_ptr<const CachedKernel> compile_and_store(const std::string& key, co
     return cache.kernels.insert_or_assign(key, std::move(compiled)).first->second;
 }
 
-CompiledKernels::CompiledKernels(Device& device, const Tape& tape) : device_(device), tape_(tape) {}
+namespace {
 
-CompiledKernels::Entry& CompiledKernels::entry(const KernelSpec& spec) {
-    for (auto& entry : entries_)
-        if (entry->spec == spec) return *entry;
-    auto entry = std::make_unique<Entry>();
-    entry->spec = spec;
-    CompileReport& report = entry->report;
-    const auto begin = Clock::now();
+// Builds `build`'s kernel for `tape` on `device` (any thread, no lock held): its pipeline, or the
+// reason the interpreter runs it. Never throws: a failure (glslang, the driver, a lost device)
+// becomes the reason.
+const vk::raii::Pipeline* build_kernel(Device& device, const Tape& tape, const KernelBuild& build,
+                                       CompileReport& report) {
+    const KernelSpec& spec = build.spec;
     const auto generate = [&] {
         const auto start = Clock::now();
-        GeneratedKernel kernel = generate_glsl(tape_, spec);
+        GeneratedKernel kernel = generate_glsl(tape, spec);
         report.generate_s = seconds_since(start);
         report.statements = kernel.statements;
         report.library_calls = kernel.library_calls;
         return kernel;
     };
-    report.reason = device_refuses(device_.info().name);
-    if (!report.reason.empty()) {
-        generate();  // for the sizes the plan reports
-    } else {
+    const std::string_view device_type = device.info().type;
+    const auto over = [&](std::size_t statements, std::size_t calls) {
+        return over_limit(statements, calls, device_type, spec.double_precision, build.limit);
+    };
+    const vk::raii::Pipeline* pipeline = nullptr;
+    try {
+        report.reason = build.refused;
+        if (!report.reason.empty()) {
+            generate();  // for the sizes the plan reports
+            return nullptr;
+        }
         auto start = Clock::now();
-        const std::string key = kernel_key(tape_, spec);
+        const std::string key = kernel_key(tape, spec);
         report.key_s = seconds_since(start);
-        const std::string name = "compiled " + spec_name(spec, tape_);
-        const std::string_view device_type = device_.info().type;
+        const std::string name = "compiled " + spec_name(spec, tape);
         // The device's pipeline, or the driver's by the module's identifier: no SPIR-V at all.
         start = Clock::now();
         std::vector<std::byte> metadata;
-        entry->pipeline = device_.kernels().identified_pipeline(spec.double_precision, name, key,
-                                                                report.pipeline, metadata);
-        if (entry->pipeline != nullptr && metadata.size() == sizes_bytes) {
+        pipeline =
+            device.kernels().identified_pipeline(spec.double_precision, name, key, report.pipeline, metadata);
+        if (pipeline != nullptr && metadata.size() == sizes_bytes) {
             report.pipeline_s = seconds_since(start);
             read_sizes(metadata, report.statements, report.library_calls);
             report.spirv_from_cache = true;
-            report.reason =
-                over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
+            report.reason = over(report.statements, report.library_calls);
             report.compiled = report.reason.empty();
-            if (!report.compiled) entry->pipeline = nullptr;
-        } else {  // the SPIR-V: from memory or disk, else generated and compiled now
-            entry->pipeline = nullptr;
-            report.pipeline = PipelineReport{};
-            start = Clock::now();
-            std::shared_ptr<const CachedKernel> code = cached_kernel(key);
-            report.spirv_load_s = seconds_since(start);
-            report.spirv_from_cache = code != nullptr;
-            if (!code) {
-                const GeneratedKernel kernel = generate();
-                if (over_limit(kernel, device_type, spec.double_precision).empty())
-                    code = compile_and_store(key, kernel, report.glslang_s);
-            }
-            if (code) {
-                report.statements = code->statements;
-                report.library_calls = code->library_calls;
-            }
-            report.reason =
-                over_limit(report.statements, report.library_calls, device_type, spec.double_precision);
-            if (report.reason.empty()) {
-                std::vector<std::byte> sizes;
-                append_sizes(sizes, code->statements, code->library_calls);
-                start = Clock::now();
-                try {
-                    entry->pipeline = &device_.kernels().compiled_pipeline(
-                        code->spirv, spec.double_precision, name, key, &report.pipeline, sizes);
-                    report.compiled = true;
-                } catch (const DeviceUnavailable& error) {  // the driver refuses the kernel: interpret
-                    entry->pipeline = nullptr;
-                    report.reason = std::string("the driver refused the compiled kernel: ") + error.what();
-                }
-                report.pipeline_s = seconds_since(start);
-            }
+            return report.compiled ? pipeline : nullptr;
+        }
+        // The SPIR-V: from memory or disk, else generated and compiled now.
+        pipeline = nullptr;
+        report.pipeline = PipelineReport{};
+        start = Clock::now();
+        std::shared_ptr<const CachedKernel> code = cached_kernel(key);
+        report.spirv_load_s = seconds_since(start);
+        report.spirv_from_cache = code != nullptr;
+        if (!code) {
+            const GeneratedKernel kernel = generate();
+            if (over(kernel.statements, kernel.library_calls).empty())
+                code = compile_and_store(key, kernel, report.glslang_s);
+        }
+        if (code) {
+            report.statements = code->statements;
+            report.library_calls = code->library_calls;
+        }
+        report.reason = over(report.statements, report.library_calls);
+        if (!report.reason.empty()) return nullptr;
+        std::vector<std::byte> sizes;
+        append_sizes(sizes, code->statements, code->library_calls);
+        start = Clock::now();
+        try {
+            pipeline = &device.kernels().compiled_pipeline(code->spirv, spec.double_precision, name, key,
+                                                           &report.pipeline, sizes);
+            report.compiled = true;
+        } catch (const DeviceUnavailable& error) {  // the driver refuses the kernel: interpret
+            report.reason = std::string("the driver refused the compiled kernel: ") + error.what();
+        }
+        report.pipeline_s = seconds_since(start);
+        return pipeline;
+    } catch (const std::exception& error) {  // glslang's log, a lost device, out of memory
+        report.compiled = false;
+        report.reason = std::string("building the compiled kernel failed: ") + error.what();
+    } catch (...) {
+        report.compiled = false;
+        report.reason = "building the compiled kernel failed (unknown exception)";
+    }
+    return nullptr;
+}
+
+// Runs `build` on this thread unless it is already taken (or abandoned while queued).
+void run_build(Device& device, const Tape& tape, KernelBuild& build) {
+    {
+        const std::lock_guard lock(build.mutex);
+        if (build.state != KernelBuild::State::queued || build.abandoned) return;
+        build.state = KernelBuild::State::running;
+    }
+    CompileReport report;
+    report.background = build.report.background;
+    report.queued_s = seconds_since(build.requested);
+    const auto begin = Clock::now();
+    const vk::raii::Pipeline* pipeline = build_kernel(device, tape, build, report);
+    report.total_s = seconds_since(begin);
+    {
+        const std::lock_guard lock(build.mutex);
+        build.report = std::move(report);
+        build.pipeline = pipeline;
+        build.state = KernelBuild::State::done;
+    }
+    build.done.notify_all();
+}
+
+}  // namespace
+
+CompiledKernels::CompiledKernels(std::shared_ptr<Device> device, std::shared_ptr<const Tape> tape,
+                                 bool background)
+    : device_(std::move(device)), tape_(std::move(tape)), background_(background) {}
+
+CompiledKernels::~CompiledKernels() {
+    const std::lock_guard lock(mutex_);
+    for (const auto& build : builds_) {
+        const std::lock_guard build_lock(build->mutex);
+        build->abandoned = true;
+    }
+}
+
+std::shared_ptr<KernelBuild> CompiledKernels::find(const KernelSpec& spec) {
+    const std::lock_guard lock(mutex_);
+    for (const auto& build : builds_)
+        if (build->spec == spec) return build;
+    return nullptr;
+}
+
+std::shared_ptr<KernelBuild> CompiledKernels::start(const KernelSpec& spec, bool background) {
+    std::shared_ptr<KernelBuild> build;
+    {
+        const std::lock_guard lock(mutex_);
+        for (const auto& existing : builds_)
+            if (existing->spec == spec) return existing;
+        build = std::make_shared<KernelBuild>();
+        build->spec = spec;
+        // The environment is read here, on the caller's thread, never on a compile thread.
+        build->limit = statement_limit(device_->info().type);
+        build->refused = device_refuses(device_->info().name);
+        build->requested = Clock::now();
+        build->report.background = background;
+        builds_.push_back(build);
+    }
+    if (background) {
+        (void)memory_cache();  // made before the pool, so it outlives the pool's threads at exit
+        try {
+            submit_compile_job(
+                [device = device_, tape = tape_, build] { run_build(*device, *tape, *build); });
+        } catch (const std::system_error&) {  // no thread: build it on this one
+            wait(*build);
         }
     }
-    report.total_s = seconds_since(begin);
-    entries_.push_back(std::move(entry));
-    return *entries_.back();
+    return build;
 }
 
-const vk::raii::Pipeline* CompiledKernels::pipeline(const KernelSpec& spec) {
-    Entry& found = entry(spec);
-    return found.pipeline;
+void CompiledKernels::wait(KernelBuild& build) {
+    std::unique_lock lock(build.mutex);
+    if (build.state == KernelBuild::State::queued) {
+        lock.unlock();
+        run_build(*device_, *tape_, build);
+        lock.lock();
+    }
+    build.done.wait(lock, [&] { return build.state == KernelBuild::State::done; });
 }
 
-CompileReport CompiledKernels::report(const KernelSpec& spec) { return entry(spec).report; }
+const vk::raii::Pipeline* CompiledKernels::pipeline(const KernelSpec& spec, bool* pending) {
+    const std::shared_ptr<KernelBuild> build = start(spec, background_);
+    if (!background_) wait(*build);
+    const std::lock_guard lock(build->mutex);
+    const bool done = build->state == KernelBuild::State::done;
+    if (pending != nullptr) *pending = !done;
+    return done ? build->pipeline : nullptr;
+}
+
+CompileReport CompiledKernels::report(const KernelSpec& spec) {
+    const std::shared_ptr<KernelBuild> build = start(spec, false);
+    wait(*build);
+    const std::lock_guard lock(build->mutex);
+    return build->report;
+}
+
+std::optional<CompileReport> CompiledKernels::report_now(const KernelSpec& spec, bool& pending) {
+    pending = false;
+    const std::shared_ptr<KernelBuild> build = find(spec);
+    if (!build) return std::nullopt;
+    const std::lock_guard lock(build->mutex);
+    pending = build->state != KernelBuild::State::done;
+    return build->report;
+}
 
 }  // namespace tapevm::gpu::detail

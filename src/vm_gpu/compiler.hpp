@@ -10,6 +10,12 @@
 //     driver version (Kernels::create_pipeline).
 // A disk entry that is missing, truncated or corrupted is rebuilt, never trusted.
 //
+// Builds run off the caller's thread (compile_pool.hpp): with CompileWait::background a call
+// whose kernel is not built yet runs on the interpreter and starts the build on the compile
+// pool; a later call runs the compiled kernel once it is ready. Nothing here needs the device's
+// mutex: the caches lock themselves (Kernels::compiled_pipeline makes the driver's pipeline
+// outside its lock), so interpreter calls go on while the driver compiles.
+//
 // Tapes too large for one kernel fall back to the interpreter: a kernel of more statements
 // than statement_limit() is not compiled (compile time and register spills grow with it; on a
 // CPU device such as lavapipe, compiling takes ~1 ms per statement and far more per inlined
@@ -17,8 +23,11 @@
 #pragma once
 
 #include <cstddef>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,6 +55,9 @@ std::size_t statement_limit(std::string_view device_type);
 std::string over_limit(const GeneratedKernel& kernel, std::string_view device_type, bool double_precision);
 std::string over_limit(std::size_t statements, std::size_t library_calls, std::string_view device_type,
                        bool double_precision);
+/// The same against an explicit `limit` (statement_limit() read earlier, on the caller's thread).
+std::string over_limit(std::size_t statements, std::size_t library_calls, std::string_view device_type,
+                       bool double_precision, std::size_t limit);
 
 /// Why no kernel is compiled on the device named `device_name` at all, or "": lavapipe's LLVM
 /// optimiser (Mesa 22.3, LLVM 15) miscompiles some compiled kernels (f32 exp feeding a
@@ -64,8 +76,10 @@ struct CompileReport {
     double spirv_load_s = 0;        // looking the SPIR-V up in memory and on disk
     double generate_s = 0, glslang_s = 0;
     PipelineReport pipeline;
-    double pipeline_s = 0;  // all of the pipeline step (Kernels::compiled_pipeline)
-    double total_s = 0;     // the whole build, as the caller waited for it
+    double pipeline_s = 0;    // all of the pipeline step (Kernels::compiled_pipeline)
+    double total_s = 0;       // the whole build (on a compile thread, or the caller's when waited for)
+    bool background = false;  // built on the compile pool while calls ran on the interpreter
+    double queued_s = 0;      // from the request to the build's start (waiting for a compile thread)
 };
 
 /// What names the kernel of `spec` for `tape` in the caches: "kernel-" and a 128-bit hash of
@@ -90,27 +104,56 @@ std::shared_ptr<const CachedKernel> compile_and_store(const std::string& key, co
 /// next build of a kernel reads the disk cache. For tests.
 void clear_spirv_memory_cache();
 
+/// One kernel's build, shared by the Vm that asked for it and the compile pool's job, so that
+/// either may end first. `state` moves queued -> running -> done under `mutex`; `done` is
+/// notified when it is done. Whoever moves it from queued to running builds it.
+struct KernelBuild {
+    enum class State { queued, running, done };
+    KernelSpec spec;
+    std::size_t limit = 0;  // statement_limit(), read on the requesting thread
+    std::string refused;    // device_refuses(), read on the requesting thread
+    std::chrono::steady_clock::time_point requested;
+    std::mutex mutex;
+    std::condition_variable done;
+    State state = State::queued;
+    bool abandoned = false;                        // its Vm is gone: a queued build is skipped
+    const vk::raii::Pipeline* pipeline = nullptr;  // the device's (Kernels::compiled_pipeline)
+    CompileReport report;
+};
+
 class CompiledKernels {
 public:
-    CompiledKernels(Device& device, const Tape& tape);
+    /// `background`: pipeline() starts a new kernel's build on the compile pool and returns null
+    /// meanwhile; else pipeline() builds it on the caller's thread and waits.
+    CompiledKernels(std::shared_ptr<Device> device, std::shared_ptr<const Tape> tape, bool background);
+    /// Abandons the builds still queued; a running one finishes on its thread (it owns what it
+    /// uses) and its pipeline stays with the device.
+    ~CompiledKernels();
+    CompiledKernels(const CompiledKernels&) = delete;
+    CompiledKernels& operator=(const CompiledKernels&) = delete;
 
-    /// The pipeline of `spec`, compiled on first use; null when `spec` falls back to the
-    /// interpreter (report(spec) says why). The caller holds the device's mutex.
-    const vk::raii::Pipeline* pipeline(const KernelSpec& spec);
-    /// What happened to `spec` (compiling it first when it is new).
+    /// The pipeline of `spec` if it is built, or null: the interpreter runs the call (the
+    /// kernel is over the limit or failed, report(spec) says why, or, in background mode, it is
+    /// still being built). Needs no lock held; never blocks in background mode.
+    /// `pending` (when given) is set to whether the build is still running.
+    const vk::raii::Pipeline* pipeline(const KernelSpec& spec, bool* pending = nullptr);
+    /// What happened to `spec`, building it first (and waiting for it) when it is not done.
     CompileReport report(const KernelSpec& spec);
+    /// What happened to `spec` so far without waiting: nothing when it was never asked for;
+    /// `pending` true while it is being built.
+    std::optional<CompileReport> report_now(const KernelSpec& spec, bool& pending);
 
 private:
-    struct Entry {
-        KernelSpec spec;
-        const vk::raii::Pipeline* pipeline = nullptr;  // the device's (Kernels::compiled_pipeline)
-        CompileReport report;
-    };
-    Entry& entry(const KernelSpec& spec);
+    std::shared_ptr<KernelBuild> find(const KernelSpec& spec);
+    std::shared_ptr<KernelBuild> start(const KernelSpec& spec, bool background);
+    /// Waits for `build`, building it on this thread when no compile thread has started it.
+    void wait(KernelBuild& build);
 
-    Device& device_;
-    const Tape& tape_;
-    std::vector<std::unique_ptr<Entry>> entries_;
+    std::shared_ptr<Device> device_;
+    std::shared_ptr<const Tape> tape_;
+    bool background_;
+    std::mutex mutex_;
+    std::vector<std::shared_ptr<KernelBuild>> builds_;
 };
 
 }  // namespace tapevm::gpu::detail

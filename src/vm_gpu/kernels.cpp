@@ -243,13 +243,20 @@ const vk::raii::Pipeline& Kernels::compiled_pipeline(std::span<const std::uint32
     PipelineReport ignored;
     PipelineReport& out = report != nullptr ? *report : ignored;
     const std::string key = memory_key(cache_key, double_precision);
-    auto found = compiled_.find(key);
-    out.reused = found != compiled_.end();
-    if (found == compiled_.end()) {
-        CompiledPipeline made{create_pipeline(spirv, double_precision, name, cache_key, out, metadata),
-                              {metadata.begin(), metadata.end()}};
-        found = compiled_.emplace(key, std::move(made)).first;
+    {
+        const std::lock_guard lock(compiled_mutex_);
+        if (const auto found = compiled_.find(key); found != compiled_.end()) {
+            out.reused = true;
+            return found->second.pipeline;
+        }
     }
+    // The driver compiles outside the lock, so that other kernels' builds and lookups go on; two
+    // threads making the same pipeline at once keep the first one stored.
+    CompiledPipeline made{create_pipeline(spirv, double_precision, name, cache_key, out, metadata),
+                          {metadata.begin(), metadata.end()}};
+    const std::lock_guard lock(compiled_mutex_);
+    const auto [found, inserted] = compiled_.emplace(key, std::move(made));
+    out.reused = !inserted;
     return found->second.pipeline;
 }
 
@@ -258,10 +265,13 @@ const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, co
                                                        std::vector<std::byte>& metadata) {
     if (double_precision && !float64_) return nullptr;  // compiled_pipeline() says why
     const std::string key = memory_key(cache_key, double_precision);
-    if (const auto found = compiled_.find(key); found != compiled_.end()) {
-        report.reused = true;
-        metadata = found->second.metadata;
-        return &found->second.pipeline;
+    {
+        const std::lock_guard lock(compiled_mutex_);
+        if (const auto found = compiled_.find(key); found != compiled_.end()) {
+            report.reused = true;
+            metadata = found->second.metadata;
+            return &found->second.pipeline;
+        }
     }
     if (identifier_algorithm_.empty()) return nullptr;
     const auto start = Clock::now();
@@ -288,7 +298,10 @@ const vk::raii::Pipeline* Kernels::identified_pipeline(bool double_precision, co
     if (statistics_) print_statistics(*pipeline, name + (double_precision ? " f64" : " f32"));
     metadata.assign(stored_metadata.begin(), stored_metadata.end());
     CompiledPipeline made{std::move(*pipeline), metadata};
-    return &compiled_.emplace(key, std::move(made)).first->second.pipeline;
+    const std::lock_guard lock(compiled_mutex_);
+    const auto [found, inserted] = compiled_.emplace(key, std::move(made));
+    if (!inserted) metadata = found->second.metadata;
+    return &found->second.pipeline;
 }
 
 std::string Kernels::identifier_key(std::string_view cache_key, bool double_precision) const {

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -182,7 +183,8 @@ public:
     /// for the device's life with `metadata` (the compiler's sizes of the kernel): every Vm of
     /// the program that runs the same kernel shares it (a CPU device such as lavapipe takes up
     /// to seconds per pipeline and caches none itself). `report` (when given) says what it
-    /// took. The caller holds the device's mutex.
+    /// took. Thread-safe without the device's mutex (compile threads call it): the driver
+    /// compiles outside the lock of the kernels' map.
     const vk::raii::Pipeline& compiled_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
                                                 const std::string& name, std::string_view cache_key,
                                                 PipelineReport* report = nullptr,
@@ -191,7 +193,7 @@ public:
     /// before (with its metadata), else, with module identifiers, one the driver finds in the
     /// kernel's pipeline cache on disk by the module identifier stored beside it (then
     /// `metadata` is what compiled_pipeline() stored with it). Null where neither is there or
-    /// the driver needs the SPIR-V: then compiled_pipeline(). The caller holds the device's mutex.
+    /// the driver needs the SPIR-V: then compiled_pipeline(). Thread-safe, as compiled_pipeline().
     const vk::raii::Pipeline* identified_pipeline(bool double_precision, const std::string& name,
                                                   std::string_view cache_key, PipelineReport& report,
                                                   std::vector<std::byte>& metadata);
@@ -200,7 +202,7 @@ public:
     /// of its own, loaded from the disk cache (disk_cache.hpp) under `cache_key` (the kernel's
     /// key) and this device's key, and stored there when the driver compiled the kernel now;
     /// with module identifiers, the module's identifier and `metadata` stored beside it.
-    /// The caller holds the device's mutex.
+    /// Thread-safe (its pipeline cache is its own; the disk cache renames whole entries).
     vk::raii::Pipeline create_pipeline(std::span<const std::uint32_t> spirv, bool double_precision,
                                        const std::string& name, std::string_view cache_key,
                                        PipelineReport& report, std::span<const std::byte> metadata = {});
@@ -241,7 +243,10 @@ private:
     std::string identifier_algorithm_;
     std::array<std::vector<std::uint32_t>, 2> denorm_widths_;   // float, double
     std::array<std::vector<std::uint32_t>, 2> inf_nan_widths_;  // float, double
-    std::map<std::string, CompiledPipeline> compiled_;          // compiled_pipeline()'s, by key
+    // compiled_pipeline()'s, by key; under compiled_mutex_ (compile threads and calls look up
+    // and add at once; entries are never removed, so references stay valid without it).
+    std::map<std::string, CompiledPipeline> compiled_;
+    std::mutex compiled_mutex_;
     vk::raii::DescriptorSetLayout set_layout_{nullptr};
     vk::raii::PipelineLayout layout_{nullptr};
     // By (kernel, double precision, specialization); std::map keeps references stable.

@@ -53,7 +53,7 @@ Kernel Runner::kernel(const Call& call) const {
     const bool on_cpu = device_->info().type == "cpu";
     const bool try_local =
         interpreter_ == Interpreter::local || (interpreter_ == Interpreter::automatic && !on_cpu);
-    if (try_local && local_fits(call, program))
+    if (try_local && !call.generic_interpreter && local_fits(call, program))
         return forward ? Kernel::forward_local : Kernel::reverse_local;
     return forward ? Kernel::forward_compact : Kernel::reverse_compact;
 }
@@ -89,9 +89,10 @@ const vk::raii::Pipeline& Runner::pipeline(const Call& call) const {
     if (call.compiled != nullptr) return *call.compiled;
     // Pipelines made for the tape (its ops) are made for the call's seeds too.
     const bool reverse = call.kernel == Kernel::reverse;
+    const OpSet ops = call.generic_interpreter ? all_ops : ops_;
     return device_->kernels().pipeline(
         kernel(call), call.double_precision,
-        {local_homes(call), ops_, ops_ != all_ops && reverse ? call.directions : 0u});
+        {local_homes(call), ops, ops != all_ops && reverse ? call.directions : 0u});
 }
 
 std::uint64_t Runner::work_values_per_lane(const Call& call) const {

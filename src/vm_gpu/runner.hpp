@@ -50,6 +50,10 @@ struct Call {
     /// A compiled kernel (compiler.hpp) that replaces `kernel`: one dispatch per chunk, no
     /// work buffer. Null: the interpreter.
     const vk::raii::Pipeline* compiled = nullptr;
+    /// Run the interpreter's kernels every tape shares (the compact ones, for every op), not
+    /// those specialised for this tape (local homes, its op set), whose pipelines the driver
+    /// would compile now: for calls made while the compiled kernel builds in the background.
+    bool generic_interpreter = false;
     /// Compiled reverse kernels that write the outputs' values too: [points][m] on the device.
     const DeviceBuffer* device_values = nullptr;
 };

@@ -45,10 +45,12 @@ std::string Vm::name() const { built_without_gpu(); }
 const DeviceInfo& Vm::device() const { built_without_gpu(); }
 bool Vm::validation() const { built_without_gpu(); }
 Engine Vm::engine() const { built_without_gpu(); }
+CompileWait Vm::compile_wait() const { built_without_gpu(); }
 Vm::Timing Vm::last_timing() const { built_without_gpu(); }
 
 template <class Real> std::size_t Vm::chunk_points(std::string_view) const { built_without_gpu(); }
 template <class Real> CompilePlan Vm::compile_plan(std::string_view) const { built_without_gpu(); }
+template <class Real> CompilePlan Vm::compile_status(std::string_view) const { built_without_gpu(); }
 template <class Real> Buffer<Real> Vm::upload(std::span<const Real>) const { built_without_gpu(); }
 template <class Real> Buffer<Real> Vm::allocate(std::size_t) const { built_without_gpu(); }
 template <class Real> void Vm::download(const Buffer<Real>&, std::span<Real>) const { built_without_gpu(); }

@@ -8,7 +8,9 @@
 //   jvp                  tangent   2             1                    tangents
 //   vjp                  reverse   2             1                    cotangents
 //   hvp                  hvp       4             -                    cotangents, directions
+#include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <type_traits>
 
 #include "codegen.hpp"
@@ -38,8 +40,12 @@ struct BufferAccess {
 }  // namespace detail
 
 struct Vm::Impl {
-    Tape tape;
+    explicit Impl(Tape given)
+        : shared_tape(std::make_shared<const Tape>(std::move(given))), tape(*shared_tape) {}
+    std::shared_ptr<const Tape> shared_tape;  // shared with compile jobs, which may outlive the Vm
+    const Tape& tape;
     Options options;
+    CompileWait compile = CompileWait::background;  // options.compile with automatic resolved
     std::shared_ptr<detail::Device> device;
     std::unique_ptr<detail::Runner> runner;
     std::unique_ptr<detail::CompiledKernels> compiled;  // Engine::compiled only
@@ -125,16 +131,29 @@ template <class Real> void set_params(Call& call, const Batch<Real>& batch, std:
 
 }  // namespace
 
-Vm::Vm(Tape tape, Options options) : impl_(std::make_unique<Impl>()) {
-    impl_->tape = std::move(tape);
+namespace {
+// Options::compile with automatic resolved by TAPEVM_GPU_COMPILE.
+CompileWait resolve_compile_wait(CompileWait asked) {
+    if (asked != CompileWait::automatic) return asked;
+    const char* text = std::getenv("TAPEVM_GPU_COMPILE");
+    if (text == nullptr || *text == '\0' || std::string_view(text) == "background")
+        return CompileWait::background;
+    if (std::string_view(text) == "wait") return CompileWait::wait;
+    throw Error(std::string("TAPEVM_GPU_COMPILE: expected 'background' or 'wait', got '") + text + "'");
+}
+}  // namespace
+
+Vm::Vm(Tape tape, Options options) : impl_(std::make_unique<Impl>(std::move(tape))) {
     impl_->options = std::move(options);
+    impl_->compile = resolve_compile_wait(impl_->options.compile);
     if (impl_->options.engine == Engine::compiled && detail::tuning().glslang_warm_up)
         detail::warm_up_glsl_compiler();  // beside the device's start
     impl_->device = detail::Device::acquire(impl_->options);
     const std::lock_guard lock(impl_->device->mutex());
     impl_->runner = std::make_unique<detail::Runner>(impl_->device, impl_->tape, impl_->options.chunk_points);
     if (impl_->options.engine == Engine::compiled)
-        impl_->compiled = std::make_unique<detail::CompiledKernels>(*impl_->device, impl_->tape);
+        impl_->compiled = std::make_unique<detail::CompiledKernels>(
+            impl_->device, impl_->shared_tape, impl_->compile == CompileWait::background);
 }
 
 Vm::~Vm() {
@@ -154,6 +173,7 @@ const DeviceInfo& Vm::device() const { return impl_->device->info(); }
 bool Vm::validation() const { return impl_->device->validation(); }
 Vm::Timing Vm::last_timing() const { return last_call_timing; }
 Engine Vm::engine() const { return impl_->options.engine; }
+CompileWait Vm::compile_wait() const { return impl_->compile; }
 
 template <class Real> std::size_t Vm::chunk_points(std::string_view mode) const {
     const std::lock_guard lock(impl_->device->mutex());
@@ -177,16 +197,19 @@ detail::KernelSpec spec_of(const Call& call) {
 
 // Runs `call` on `impl` under the device's lock (on its compiled kernel with Engine::compiled,
 // unless that falls back to the interpreter) and records the timing for last_timing().
+// The kernel is looked up (or built, with CompileWait::wait) before the lock is taken, so that
+// other calls on the device go on meanwhile; while it builds in the background the call runs on
+// the interpreter's generic kernels (Call::generic_interpreter), which need no new pipeline.
 Report execute(Vm::Impl& impl, Call call) {
-    const std::lock_guard lock(impl.device->mutex());
     if (impl.compiled) {
         impl.device->check_alive();
-        call.compiled = impl.compiled->pipeline(spec_of(call));
+        call.compiled = impl.compiled->pipeline(spec_of(call), &call.generic_interpreter);
     }
+    const std::lock_guard lock(impl.device->mutex());
     detail::Timing timing;
     last_call_timing = {};
     Report report = impl.runner->run(call, timing);
-    last_call_timing = {timing.compute_s, timing.transfer_s};
+    last_call_timing = {timing.compute_s, timing.transfer_s, call.compiled != nullptr};
     return report;
 }
 
@@ -216,19 +239,10 @@ CompilePlan planned_compile(const Tape& tape, std::string_view mode, bool double
     return result;
 }
 
-template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const {
-    const detail::KernelSpec spec = spec_of_mode(impl_->tape, mode, std::is_same_v<Real, double>);
+namespace {
+// The public plan of a build's report.
+CompilePlan plan_of(const detail::CompileReport& report) {
     CompilePlan result;
-    if (!impl_->compiled) {
-        result.reason = "the interpreter engine";
-        const auto kernel = detail::generate_glsl(impl_->tape, spec);
-        result.statements = kernel.statements;
-        result.library_calls = kernel.library_calls;
-        return result;
-    }
-    const std::lock_guard lock(impl_->device->mutex());
-    impl_->device->check_alive();
-    const detail::CompileReport report = impl_->compiled->report(spec);
     result.compiled = report.compiled;
     result.reason = report.reason;
     result.statements = report.statements;
@@ -245,6 +259,39 @@ template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const 
     result.pipeline_from_identifier = report.pipeline.from_identifier;
     result.driver_cache_hit = report.pipeline.driver_cache_hit;
     result.total_s = report.total_s;
+    result.background = report.background;
+    result.queued_s = report.queued_s;
+    return result;
+}
+}  // namespace
+
+template <class Real> CompilePlan Vm::compile_plan(std::string_view mode) const {
+    const detail::KernelSpec spec = spec_of_mode(impl_->tape, mode, std::is_same_v<Real, double>);
+    CompilePlan result;
+    if (!impl_->compiled) {
+        result.reason = "the interpreter engine";
+        const auto kernel = detail::generate_glsl(impl_->tape, spec);
+        result.statements = kernel.statements;
+        result.library_calls = kernel.library_calls;
+        return result;
+    }
+    impl_->device->check_alive();
+    return plan_of(impl_->compiled->report(spec));
+}
+
+template <class Real> CompilePlan Vm::compile_status(std::string_view mode) const {
+    if (!impl_->compiled) return compile_plan<Real>(mode);
+    const detail::KernelSpec spec = spec_of_mode(impl_->tape, mode, std::is_same_v<Real, double>);
+    bool pending = false;
+    const std::optional<detail::CompileReport> report = impl_->compiled->report_now(spec, pending);
+    CompilePlan result;
+    if (!report) {
+        result.reason = "not requested yet";
+        return result;
+    }
+    result = plan_of(*report);
+    result.pending = pending;
+    if (pending) result.reason = "being built";
     return result;
 }
 
@@ -426,7 +473,6 @@ Report Vm::value_and_gradient(std::size_t points, const Buffer<Real>& inputs,
     const auto& value_buffer = device_buffer(*impl_, values, "value_and_gradient", "values");
     bool fused = false;
     if (impl_->compiled) {
-        const std::lock_guard lock(impl_->device->mutex());
         impl_->device->check_alive();
         detail::KernelSpec spec = spec_of(plan<Real>(impl_->tape, Mode::value_and_gradient, points));
         spec.write_values = true;

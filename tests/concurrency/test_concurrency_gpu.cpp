@@ -6,16 +6,20 @@
 // still take both chunk slots. The validation layer, when installed, also checks that the
 // Vulkan objects that need external synchronisation get it (its thread-safety checks).
 #include <atomic>
+#include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include "compile_pool.hpp"
 #include "compiler.hpp"
 #include "concurrency_support.hpp"
 #include "tapevm/error.hpp"
@@ -164,6 +168,67 @@ TEST_CASE("compiled kernels generated, compiled and cached by 8 threads at once 
     CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
                                                << " calls differ, first: " << mismatches.first());
     CHECK(interpreted.load() == 0);
+    std::filesystem::remove_all(folder);
+    unsetenv("TAPEVM_CACHE_DIR");
+    if (old_perf != nullptr) {
+        setenv("GALLIVM_PERF", saved_perf.c_str(), 1);
+    } else {
+        unsetenv("GALLIVM_PERF");
+    }
+}
+
+TEST_CASE(
+    "background builds: 8 threads' first calls on the interpreter while kernels build, Vms dropped "
+    "mid-build") {
+    // CompileWait::background: each thread's first call runs on the interpreter while its tape's
+    // kernel builds on the compile pool (4 tapes, 2 threads each, so builds of several tapes run
+    // at once and two Vms ask for one kernel); even threads drop their Vm at once, mid-build (its
+    // job goes on alone), odd ones wait for the kernel and call again on it. Every result is
+    // compared with the interpreter's (the compiled kernels may differ in the last bits).
+    const char* old_perf = std::getenv("GALLIVM_PERF");
+    const std::string saved_perf = old_perf != nullptr ? old_perf : "";
+    setenv("GALLIVM_PERF", "nopt", 1);
+    const auto folder = std::filesystem::temp_directory_path() /
+                        ("tapevm-concurrency-background-" + std::to_string(static_cast<long>(::getpid())));
+    std::filesystem::remove_all(folder);
+    setenv("TAPEVM_CACHE_DIR", folder.c_str(), 1);
+    gpu::detail::clear_spirv_memory_cache();
+    constexpr unsigned tapes = concurrent_threads / 2;
+    const auto tape_of = [](unsigned k) { return gpu_case(20 + k); };  // not the test above's tapes
+    std::vector<std::vector<float>> expected;
+    for (unsigned k = 0; k < tapes; ++k) {
+        const gpu::Vm vm(tape_of(k), gpu_options());
+        const std::vector<float> inputs = gpu_inputs(k);
+        expected.push_back(vm.forward(Batch<float>{points, inputs, {}}).values);
+    }
+    const auto close = [](const std::vector<float>& a, const std::vector<float>& b) {
+        if (a.size() != b.size()) return false;
+        for (std::size_t i = 0; i < a.size(); ++i)
+            if (!(std::abs(a[i] - b[i]) <= 1e-5f * (1.0f + std::abs(b[i])))) return false;
+        return true;
+    };
+    Mismatches mismatches;
+    std::atomic<unsigned> compiled_later{0};
+    check_no_errors(run_concurrently([&](unsigned t) {
+        const unsigned k = t / 2;
+        gpu::Options options = gpu_options();
+        options.engine = gpu::Engine::compiled;
+        options.compile = gpu::CompileWait::background;
+        const gpu::Vm vm(tape_of(k), options);
+        const std::vector<float> inputs = gpu_inputs(k);
+        if (!close(vm.forward(Batch<float>{points, inputs, {}}).values, expected[k]))
+            mismatches.add("first call, tape " + std::to_string(k));
+        if (t % 2 == 0) return;  // dropped while its kernel may still build
+        while (vm.compile_status<float>("forward").pending)
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        if (!close(vm.forward(Batch<float>{points, inputs, {}}).values, expected[k]))
+            mismatches.add("later call, tape " + std::to_string(k));
+        if (vm.last_timing().compiled) ++compiled_later;
+    }));
+    CHECK_MESSAGE(mismatches.count() == 0, mismatches.count()
+                                               << " calls differ, first: " << mismatches.first());
+    CHECK(compiled_later.load() == concurrent_threads / 2);
+    gpu::detail::wait_for_compile_pool_idle();  // the dropped Vms' builds write to the folder
     std::filesystem::remove_all(folder);
     unsetenv("TAPEVM_CACHE_DIR");
     if (old_perf != nullptr) {

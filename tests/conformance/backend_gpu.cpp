@@ -34,6 +34,7 @@ gpu::Options options() {
     gpu::Options options;
     options.validation = true;  // when installed
     if (compiled_engine()) options.engine = gpu::Engine::compiled;
+    options.compile = gpu::CompileWait::wait;  // every call on the compiled kernel, from the first
     return options;
 }
 

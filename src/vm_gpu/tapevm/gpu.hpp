@@ -88,6 +88,23 @@ std::vector<std::string> validation_messages();
 ///                far slower) falls back to the interpreter; compile_plan() says which runs.
 enum class Engine { interpreter, compiled };
 
+/// When Engine::compiled builds a tape's kernel for a mode and precision (on the first call
+/// that needs it):
+///   background  the call does not wait: it runs on the interpreter (whose kernels are built
+///               into the program) while the kernel is built on a compile thread (a pool of
+///               min(hardware threads, 4) shared by every Vm, TAPEVM_GPU_COMPILE_THREADS, so
+///               several tapes' kernels compile at once); later calls run the compiled kernel
+///               once it is ready. Results are right either way, but the first calls (the
+///               interpreter) may differ from later ones (the compiled kernel) in the last bits
+///               where the driver optimises the two differently (fused multiply-adds, for
+///               example): use `wait` for bit-for-bit repeatable results from the first call.
+///   wait        the call builds the kernel (or waits for the build under way) and runs it: a
+///               first call pays the compile, every call runs the same kernel.
+///   automatic   TAPEVM_GPU_COMPILE ("background" or "wait"), else background.
+/// A build that fails (glslang, the driver, a kernel over the size limit) leaves the
+/// interpreter running that mode; compile_plan() says why. compile_plan() always waits.
+enum class CompileWait { automatic, background, wait };
+
 /// What runs one mode: the compiled kernel or the interpreter, and what compiling it took.
 struct CompilePlan {
     bool compiled = false;
@@ -111,7 +128,13 @@ struct CompilePlan {
     /// Whether the driver found the pipeline in its pipeline cache (pipeline creation feedback;
     /// empty where the driver does not say, or the pipeline was reused).
     std::optional<bool> driver_cache_hit;
-    double total_s = 0;  // the whole build, as the first call waits for it
+    double total_s = 0;  // the whole build (on a compile thread with CompileWait::background)
+    /// Built in the background (CompileWait::background) while calls ran on the interpreter.
+    bool background = false;
+    /// From the request (the first call of the mode) to the build's start on a compile thread.
+    double queued_s = 0;
+    /// compile_status() only: the kernel is still being built (the interpreter runs meanwhile).
+    bool pending = false;
 };
 
 /// The GLSL the tape compiler generates for `tape` in `mode` ("forward", "gradient", "jacobian",
@@ -133,6 +156,8 @@ struct Options {
     bool validation = false;
     /// Interpreter or tape compiler (Engine).
     Engine engine = Engine::interpreter;
+    /// Engine::compiled: whether a call waits for its kernel's build (CompileWait).
+    CompileWait compile = CompileWait::automatic;
 };
 
 class Vm;
@@ -218,12 +243,21 @@ public:
     /// With Engine::compiled this compiles the kernel now if it is new (so a first call's
     /// latency can be paid up front and measured); with the interpreter it compiles nothing.
     template <class Real> CompilePlan compile_plan(std::string_view mode) const;
+    /// What runs `mode` in precision Real now, without waiting or starting a build: the plan of
+    /// the finished build, or `pending` while it runs (the interpreter runs meanwhile); with
+    /// Engine::compiled and no build asked for yet, not compiled and the reason "not requested
+    /// yet". With the interpreter as compile_plan().
+    template <class Real> CompilePlan compile_status(std::string_view mode) const;
+    /// The compile mode this Vm uses (Options::compile, with automatic resolved).
+    CompileWait compile_wait() const;
 
     /// Seconds of GPU time (timestamp queries) the last call on this thread spent in compute
     /// dispatches and in transfers (uploads and downloads); 0 where the device has no timestamps.
     struct Timing {
         double compute_s = 0;
         double transfer_s = 0;
+        /// The call ran a compiled kernel (false: the interpreter's kernels).
+        bool compiled = false;
     };
     Timing last_timing() const;
 
