@@ -22,6 +22,7 @@
 #include "cli_support.hpp"
 #include "demo_workload.hpp"
 #include "tapevm/examples.hpp"
+#include "tapevm/hessian.hpp"
 #include "tapevm/reference.hpp"
 #include "tapevm/tape_file.hpp"
 #include "tapevm/var.hpp"
@@ -244,6 +245,21 @@ TEST_CASE("eval rosenbrock16: forward, gradient and jacobian equal the reference
                                         "--backend", "reference", "--precision", "f64"});
     CHECK(jacobian.status == 0);
     CHECK(jacobian.out == gradient.out);
+
+    // The 16x16 Hessian per point, row-major: the library's dense Hessian on the reference VM.
+    const tapevm::Evaluation<double> hessians = tapevm::hessian(vm, batch);
+    const CliResult hessian = run_cli({"eval", tape_path, "--inputs", inputs_path, "--mode", "hessian"});
+    CHECK(hessian.status == 0);
+    check_rows(hessian.out, hessians.values, 256);
+}
+
+TEST_CASE("eval --mode hessian needs one output") {
+    const TempDir directory;
+    const std::string tape_path = write_example(directory, "ba");
+    const std::string inputs_path = directory.write("x.csv", to_csv(random_points(2, 15, 3), 15));
+    const CliResult hessian = run_cli({"eval", tape_path, "--inputs", inputs_path, "--mode", "hessian"});
+    CHECK(hessian.status != 0);
+    CHECK(hessian.err.find("mode hessian needs a tape with 1 output") != std::string::npos);
 }
 
 TEST_CASE("eval ba: forward and the 2x15 jacobian equal the reference VM's results, row-major") {

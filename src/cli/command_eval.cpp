@@ -1,4 +1,4 @@
-// tapevm eval: evaluate a tape (values, gradients or Jacobians) at the points of a CSV file.
+// tapevm eval: evaluate a tape (values, gradients, Jacobians or Hessians) at the points of a CSV file.
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -8,23 +8,26 @@
 #include "commands.hpp"
 #include "csv.hpp"
 #include "files.hpp"
+#include "tapevm/hessian.hpp"
 
 namespace tapevm::cli {
 namespace {
 
-constexpr std::string_view help = R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian
+constexpr std::string_view help =
+    R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian|hessian
                    [--params P.csv] [--backend reference|cpu|gpu|compiled] [--precision f64|f32]
                    [--threads N]
 
 Evaluates the tape in FILE at every point of X.csv (one point per line, the tape's inputs
 comma separated) and prints one result per line: the outputs (forward), the gradient of
-the single output (gradient) or the Jacobian, row-major (jacobian). f64 results are printed
+the single output (gradient), the Jacobian, row-major (jacobian) or the Hessian of the single
+output, row-major and symmetric (hessian: one Hessian-vector product per input). f64 results are printed
 as %.17g, f32 results as %.9g. Points whose recorded branches do not hold are named in a
 warning on stderr; their results follow the recorded branch.
 
 options:
   --inputs X.csv     the points, one per line
-  --mode MODE        forward, gradient (tapes with one output) or jacobian
+  --mode MODE        forward, gradient or hessian (tapes with one output) or jacobian
   --params P.csv     the tape's parameters: one line per point, or one line for all points
   --backend NAME     reference (default), cpu (the SIMD CPU VM), gpu (the GPU interpreter)
                      or compiled (the GPU VM running kernels compiled from the tape)
@@ -36,13 +39,15 @@ constexpr OptionSpec options[] = {{"--inputs", true},  {"--mode", true},      {"
                                   {"--backend", true}, {"--precision", true}, {"--threads", true},
                                   {"--help", false}};
 
-enum class Mode { forward, gradient, jacobian };
+enum class Mode { forward, gradient, jacobian, hessian };
 
 Mode parse_mode(std::string_view name) {
     if (name == "forward") return Mode::forward;
     if (name == "gradient") return Mode::gradient;
     if (name == "jacobian") return Mode::jacobian;
-    throw UsageError("unknown mode '" + std::string(name) + "' (known: forward, gradient, jacobian)");
+    if (name == "hessian") return Mode::hessian;
+    throw UsageError("unknown mode '" + std::string(name) +
+                     "' (known: forward, gradient, jacobian, hessian)");
 }
 
 // What eval was asked to do, checked before anything is read.
@@ -61,6 +66,7 @@ std::size_t result_width(const Tape& tape, Mode mode) {
         case Mode::forward: return tape.output_count();
         case Mode::gradient: return tape.input_count();
         case Mode::jacobian: return std::size_t{tape.output_count()} * tape.input_count();
+        case Mode::hessian: return std::size_t{tape.input_count()} * tape.input_count();
     }
     return 0;
 }
@@ -122,6 +128,9 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
         case Mode::forward: report = vm->forward(batch, std::span<Real>(results)); break;
         case Mode::gradient: report = vm->gradient(batch, std::span<Real>(results)); break;
         case Mode::jacobian: report = vm->jacobian(batch, std::span<Real>(results)); break;
+        case Mode::hessian:
+            report = hessian(*vm, batch, std::span<const Real>(), std::span<Real>(results));
+            break;
     }
 
     std::string text;
@@ -141,7 +150,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     Request request;
     request.tape_path = arguments.positional().front();
     request.inputs_path = arguments.required("--inputs", "X.csv (the points, one per line)");
-    request.mode = parse_mode(arguments.required("--mode", "forward, gradient or jacobian"));
+    request.mode = parse_mode(arguments.required("--mode", "forward, gradient, jacobian or hessian"));
     request.params_path = arguments.value("--params");
     request.backend = parse_backend(arguments.value("--backend").value_or("reference"));
     request.precision = parse_precision(arguments.value("--precision").value_or("f64"));
@@ -150,9 +159,10 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     }
 
     const Tape tape = read_tape_file(request.tape_path);
-    if (request.mode == Mode::gradient && tape.output_count() != 1) {
-        throw UsageError("mode gradient needs a tape with 1 output; " + std::string(request.tape_path) +
-                         " has " + std::to_string(tape.output_count()) + " (use --mode jacobian)");
+    if ((request.mode == Mode::gradient || request.mode == Mode::hessian) && tape.output_count() != 1) {
+        throw UsageError(std::string("mode ") + (request.mode == Mode::gradient ? "gradient" : "hessian") +
+                         " needs a tape with 1 output; " + std::string(request.tape_path) + " has " +
+                         std::to_string(tape.output_count()) + " (use --mode jacobian)");
     }
     switch (request.precision) {
         case Precision::f64: return evaluate<double>(tape, request, out, err);
@@ -164,8 +174,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 }  // namespace
 
 Command eval_command() {
-    return {"eval", "evaluate a tape's values, gradients or Jacobians at the points of a CSV file", help,
-            run};
+    return {"eval", "evaluate a tape's values, gradients, Jacobians or Hessians at the points of a CSV file",
+            help, run};
 }
 
 }  // namespace tapevm::cli

@@ -6,6 +6,7 @@
 #include "tapevm/batch.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/evaluator.hpp"
+#include "tapevm/hessian.hpp"
 #include "tapevm/op.hpp"
 #include "tapevm/optimize.hpp"
 #include "tapevm/reference.hpp"
