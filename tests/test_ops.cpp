@@ -6,10 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <numbers>
 #include <set>
+#include <sstream>
 
 #include <doctest/doctest.h>
 
+#include "tapevm/tape_file.hpp"
+#include "tapevm/var.hpp"
 #include "test_util.hpp"
 
 using namespace tapevm;
@@ -33,6 +37,28 @@ struct OpCase {
 };
 
 double sq(double x) { return x * x; }
+
+// Independent references for digamma and trigamma (not the op table's formulas): long double,
+// the recurrence up to 30 and the asymptotic series there, the reflection below 1/2.
+long double digamma_reference(long double x) {
+    const long double pi = 3.141592653589793238462643383279503L;
+    if (x < 0.5L) return digamma_reference(1 - x) - pi / std::tan(pi * x);
+    long double shift = 0;
+    for (; x < 30; x += 1) shift -= 1 / x;
+    const long double w = 1 / (x * x);
+    return shift + std::log(x) - 1 / (2 * x) -
+           w * (1.0L / 12 - w * (1.0L / 120 - w * (1.0L / 252 - w * (1.0L / 240 - w / 132))));
+}
+long double trigamma_reference(long double x) {
+    const long double pi = 3.141592653589793238462643383279503L;
+    if (x < 0.5L) return pi * pi / (std::sin(pi * x) * std::sin(pi * x)) - trigamma_reference(1 - x);
+    long double shift = 0;
+    for (; x < 30; x += 1) shift += 1 / (x * x);
+    const long double w = 1 / (x * x);
+    return shift + 1 / x + w / 2 + w / x * (1.0L / 6 - w * (1.0L / 30 - w * (1.0L / 42 - w / 30)));
+}
+double digamma(double x) { return static_cast<double>(digamma_reference(x)); }
+double trigamma(double x) { return static_cast<double>(trigamma_reference(x)); }
 
 std::vector<OpCase> op_cases() {
     std::vector<OpCase> cases;
@@ -187,6 +213,29 @@ std::vector<OpCase> op_cases() {
                      {[](const Args& x) { return x[1]; }, [](const Args& x) { return x[0]; },
                       [](const Args&) { return 1.0; }},
                      {{1.5, -0.7, 2}, {-2.25, 3.5, 0.1}, {0.3, 0.9, -4}}});
+    const double two_over_sqrt_pi = 2 / std::sqrt(std::numbers::pi);
+    unary(
+        Op::Erf, [](double a) { return std::erf(a); },
+        [two_over_sqrt_pi](double a) { return two_over_sqrt_pi * std::exp(-a * a); },
+        {-2.3, -0.7, 0.4, 1.3, 3.1});
+    unary(
+        Op::Erfc, [](double a) { return std::erfc(a); },
+        [two_over_sqrt_pi](double a) { return -two_over_sqrt_pi * std::exp(-a * a); },
+        {-2.3, -0.7, 0.4, 1.3, 3.1});
+    unary(
+        Op::Lgamma, [](double a) { return std::lgamma(a); }, [](double a) { return digamma(a); },
+        {-2.3, -0.7, 0.4, 1.7, 4.5, 12.5});
+    unary(
+        Op::Digamma, [](double a) { return digamma(a); }, [](double a) { return trigamma(a); },
+        {-2.3, 1.7, 4.5, 7.3, 12.5});
+    binary(
+        Op::Copysign, [](double a, double b) { return std::copysign(a, b); },
+        [](double a, double b) { return (a > 0 ? 1.0 : -1.0) * (std::signbit(b) ? -1.0 : 1.0); },
+        [](double, double) { return 0.0; }, pairs);
+    binary(
+        Op::LogSumExp, [](double a, double b) { return std::log(std::exp(a) + std::exp(b)); },
+        [](double a, double b) { return std::exp(a) / (std::exp(a) + std::exp(b)); },
+        [](double a, double b) { return std::exp(b) / (std::exp(a) + std::exp(b)); }, pairs);
     for (std::int32_t n : {-3, -1, 0, 1, 2, 5}) {
         cases.push_back({Op::Powi,
                          [n](const Args& x) { return std::pow(x[0], n); },
@@ -382,6 +431,49 @@ TEST_CASE("edge cases: zeros, infinities, NaN, out of domain, ties, pow bases") 
         {Op::Select, {-0.0, 2, 3}, 3, {0, 0, 1}},
         {Op::Fma, {infinity, 0, 1}, not_a_number, {0, infinity, 1}},
         {Op::Mul, {infinity, 0, 0}, not_a_number, {0, infinity}},
+        // The special functions at their poles, zeros and ends.
+        {Op::Erf, {-0.0, 0, 0}, -0.0, {2 / std::sqrt(std::numbers::pi)}, 0, true},
+        {Op::Erf, {infinity, 0, 0}, 1, {0}},
+        {Op::Erf, {-infinity, 0, 0}, -1, {0}},
+        {Op::Erf, {not_a_number, 0, 0}, not_a_number, {not_a_number}},
+        {Op::Erfc, {-infinity, 0, 0}, 2, {0}},
+        {Op::Erfc, {30, 0, 0}, 0, {0}},
+        {Op::Erfc, {0, 0, 0}, 1, {-2 / std::sqrt(std::numbers::pi)}},
+        {Op::Lgamma, {0, 0, 0}, infinity, {-infinity}},
+        {Op::Lgamma, {-0.0, 0, 0}, infinity, {infinity}},
+        {Op::Lgamma, {-1, 0, 0}, infinity, {not_a_number}},
+        {Op::Lgamma, {-3, 0, 0}, infinity, {not_a_number}},
+        {Op::Lgamma, {1, 0, 0}, 0, {-0.5772156649015329}},
+        {Op::Lgamma, {2, 0, 0}, 0, {0.42278433509846713}},
+        {Op::Lgamma, {infinity, 0, 0}, infinity, {infinity}},
+        {Op::Lgamma, {-infinity, 0, 0}, infinity, {not_a_number}},
+        {Op::Digamma, {0, 0, 0}, -infinity, {infinity}},
+        {Op::Digamma, {-0.0, 0, 0}, infinity, {infinity}},
+        {Op::Digamma, {-2, 0, 0}, not_a_number, {infinity}},
+        {Op::Digamma, {-1e20, 0, 0}, not_a_number, {infinity}},
+        {Op::Digamma, {1, 0, 0}, -0.5772156649015329, {std::numbers::pi * std::numbers::pi / 6}},
+        {Op::Digamma, {infinity, 0, 0}, infinity, {0}},
+        {Op::Digamma, {not_a_number, 0, 0}, not_a_number, {not_a_number}},
+        // copysign: b's sign bit (of zeros and NaN too); d/da is 0 at a = +-0, NaN at NaN.
+        {Op::Copysign, {3, -0.0, 0}, -3, {-1, 0}},
+        {Op::Copysign, {-3, 0.0, 0}, 3, {-1, 0}},
+        {Op::Copysign, {-0.0, 1, 0}, 0.0, {0, 0}, 0, true},
+        {Op::Copysign, {0.0, -1, 0}, -0.0, {0, 0}, 0, true},
+        {Op::Copysign, {2, not_a_number, 0}, 2, {1, 0}},
+        {Op::Copysign, {2, -not_a_number, 0}, -2, {-1, 0}},
+        {Op::Copysign, {not_a_number, -1, 0}, not_a_number, {not_a_number, 0}},
+        // log_sum_exp: ties (infinite ones too) give a + ln2 and 1/2 each, one infinite operand
+        // the larger, huge differences the larger exactly, NaN NaN.
+        {Op::LogSumExp, {-infinity, -infinity, 0}, -infinity, {0.5, 0.5}},
+        {Op::LogSumExp, {infinity, infinity, 0}, infinity, {0.5, 0.5}},
+        {Op::LogSumExp, {infinity, -infinity, 0}, infinity, {1, 0}},
+        {Op::LogSumExp, {infinity, 3, 0}, infinity, {1, 0}},
+        {Op::LogSumExp, {-infinity, 3, 0}, 3, {0, 1}},
+        {Op::LogSumExp, {1000, -1000, 0}, 1000, {1, 0}},
+        {Op::LogSumExp, {1e308, -1e308, 0}, 1e308, {1, 0}},
+        {Op::LogSumExp, {1e308, 1e308, 0}, 1e308, {0.5, 0.5}},
+        {Op::LogSumExp, {2, 2, 0}, 2 + std::numbers::ln2, {0.5, 0.5}},
+        {Op::LogSumExp, {not_a_number, 1, 0}, not_a_number, {not_a_number, not_a_number}},
     };
     for (const Edge& edge : edges) {
         const reference::Vm vm(test::single_op_tape(edge.op, edge.exponent));
@@ -449,7 +541,16 @@ TEST_CASE("op table: numbers are stable and names round-trip") {
     CHECK(static_cast<std::uint32_t>(Op::Lt) == 43);
     CHECK(static_cast<std::uint32_t>(Op::Select) == 49);
     CHECK(static_cast<std::uint32_t>(Op::Fma) == 50);
-    CHECK(op_count == 52);
+    CHECK(static_cast<std::uint32_t>(Op::Param) == 51);
+    CHECK(static_cast<std::uint32_t>(Op::Erf) == 52);
+    CHECK(static_cast<std::uint32_t>(Op::Erfc) == 53);
+    CHECK(static_cast<std::uint32_t>(Op::Lgamma) == 54);
+    CHECK(static_cast<std::uint32_t>(Op::Digamma) == 55);
+    CHECK(static_cast<std::uint32_t>(Op::Copysign) == 56);
+    CHECK(static_cast<std::uint32_t>(Op::LogSumExp) == 57);
+    CHECK(op_from_text("log_sum_exp") == Op::LogSumExp);
+    CHECK(op_from_text("lgamma") == Op::Lgamma);
+    CHECK(op_count == 58);
     for (std::uint32_t number = 0; number < op_count; ++number) {
         const Op op = static_cast<Op>(number);
         CHECK(op_from_text(info(op).text) == op);
@@ -459,4 +560,101 @@ TEST_CASE("op table: numbers are stable and names round-trip") {
     CHECK(arity(Op::Fma) == 3);
     CHECK(has_flag(Op::Lt, op_flag::comparison));
     CHECK(!has_flag(Op::Sub, op_flag::commutative));
+}
+
+TEST_CASE("digamma and trigamma: known values, recurrence and reflection") {
+    const reference::Vm vm(test::single_op_tape(Op::Digamma));
+    auto psi = [&](double x) { return test::forward(vm, std::vector<double>{x})[0]; };
+    auto psi1 = [&](double x) {
+        return test::jacobian(vm, std::vector<double>{x}, JacobianMode::reverse)[0];
+    };
+    const double pi = std::numbers::pi;
+    const double euler = 0.5772156649015329;
+    CHECK(test::close_relative(psi(1), -euler, 2.3e-16));
+    CHECK(test::close_relative(psi(0.5), -euler - 2 * std::numbers::ln2, 4.5e-16));
+    CHECK(test::close_relative(psi(2), 1 - euler, 4.5e-16));
+    CHECK(test::close_relative(psi1(1), pi * pi / 6, 4.5e-16));
+    CHECK(test::close_relative(psi1(0.5), pi * pi / 2, 4.5e-16));
+    CHECK(test::close_relative(psi1(2), pi * pi / 6 - 1, 4.5e-16));
+    // The positive zero x0 = 1.4616321449683623: the error there stays relative (the fit
+    // around x0), psi(x0 + h) ~ psi1(x0) h.
+    CHECK(std::fabs(psi(1.4616321449683623)) < 1e-16);
+    const double near_zero = 1.4616321449683622 + 1e-9;
+    const double offset = (near_zero - 1.4616321449683622) - 9.549995429965697e-17;  // from the true zero
+    CHECK(test::close_relative(psi(near_zero), 0.9676722454476213 * offset, 1e-8));
+    for (double x : {0.3, 1.2, 1.6, 2.7, 5.5, 9.5, 10.5, 33.3, 1e5, 1e15}) {
+        INFO("x = " << x);
+        CHECK(test::close(psi(x + 1), psi(x) + 1 / x, 4.5e-16));
+        CHECK(test::close(psi1(x + 1), psi1(x) - 1 / (x * x), 4.5e-16));
+        CHECK(test::close_relative(psi(x), digamma(x), 9e-16));
+        CHECK(test::close_relative(psi1(x), trigamma(x), 9e-16));
+    }
+    for (double x : {0.3, 0.7, 2.25, 3.6}) {
+        INFO("reflection at x = " << x);
+        // psi(1 - x) - psi(x) = pi cot(pi x);  psi1(1 - x) + psi1(x) = pi^2 / sin^2(pi x), with
+        // pi x reduced first (x - round(x) is exact).
+        const double reduced = pi * (x - std::round(x));
+        CHECK(test::close(psi(1 - x) - psi(x), pi / std::tan(reduced), 2e-15));
+        CHECK(test::close(psi1(1 - x) + psi1(x), pi * pi / (std::sin(reduced) * std::sin(reduced)), 2e-15));
+    }
+    for (double x : {-0.5, -1.5, -3.7, -10.25, -100.5}) {
+        INFO("negative x = " << x);
+        CHECK(test::close(psi(x), digamma(x), 2e-15));
+        CHECK(test::close_relative(psi1(x), trigamma(x), 2e-15));
+    }
+}
+
+TEST_CASE("erf, erfc, lgamma, copysign, log_sum_exp against the C library on a grid") {
+    const reference::Vm erf_vm(test::single_op_tape(Op::Erf));
+    const reference::Vm erfc_vm(test::single_op_tape(Op::Erfc));
+    const reference::Vm lgamma_vm(test::single_op_tape(Op::Lgamma));
+    for (double x = -30; x <= 30; x += 0.37) {
+        INFO("x = " << x);
+        const std::vector<double> at = {x};
+        CHECK(test::forward(erf_vm, at)[0] == std::erf(x));
+        CHECK(test::forward(erfc_vm, at)[0] == std::erfc(x));
+        CHECK(test::forward(lgamma_vm, at)[0] == std::lgamma(x));
+    }
+    const reference::Vm copysign_vm(test::single_op_tape(Op::Copysign));
+    const reference::Vm lse_vm(test::single_op_tape(Op::LogSumExp));
+    for (double a : {-3.5, -0.0, 0.0, 0.25, 7.0}) {
+        for (double b : {-2.0, -0.0, 0.0, 1.5}) {
+            INFO("a = " << a << ", b = " << b);
+            const std::vector<double> at = {a, b};
+            const double got = test::forward(copysign_vm, at)[0];
+            CHECK(got == std::copysign(a, b));
+            CHECK(std::signbit(got) == std::signbit(b));
+            const long double expected =
+                std::log(std::exp(static_cast<long double>(a)) + std::exp(static_cast<long double>(b)));
+            CHECK(test::close_relative(test::forward(lse_vm, at)[0], static_cast<double>(expected), 4.5e-16));
+        }
+    }
+}
+
+TEST_CASE("the new ops through the C++ API and a .tape round trip") {
+    const Tape tape = record(2, [](std::span<const Var> x) {
+        return std::vector<Var>{erf(x[0]),     erfc(x[0]),           lgamma(x[1]),
+                                digamma(x[1]), copysign(x[0], x[1]), log_sum_exp(x[0], x[1])};
+    });
+    std::stringstream file;
+    save(tape, file);
+    const Tape loaded = load(file);
+    REQUIRE(loaded.instructions().size() == tape.instructions().size());
+    std::set<Op> seen;
+    for (std::size_t i = 0; i < tape.instructions().size(); ++i) {
+        CHECK(loaded.instructions()[i].op == tape.instructions()[i].op);
+        seen.insert(loaded.instructions()[i].op);
+    }
+    for (Op op : {Op::Erf, Op::Erfc, Op::Lgamma, Op::Digamma, Op::Copysign, Op::LogSumExp}) {
+        CHECK_MESSAGE(seen.count(op) == 1, info(op).name);
+    }
+    const reference::Vm vm(loaded);
+    const auto y = test::forward(vm, std::vector<double>{0.75, 3.5});
+    REQUIRE(y.size() == 6);
+    CHECK(y[0] == std::erf(0.75));
+    CHECK(y[1] == std::erfc(0.75));
+    CHECK(y[2] == std::lgamma(3.5));
+    CHECK(test::close_relative(y[3], digamma(3.5), 4.5e-16));
+    CHECK(y[4] == 0.75);
+    CHECK(test::close_relative(y[5], std::log(std::exp(0.75) + std::exp(3.5)), 4.5e-16));
 }

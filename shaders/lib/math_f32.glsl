@@ -561,3 +561,4 @@ precise float tv_fmod(float x, float y) {
     r = (tv_isfinite(x) && tv_isinf(y)) ? x : r;
     return (tv_isnan(x) || tv_isnan(y)) ? x + y : r;
 }
+#include "math_f32_special.glsl"

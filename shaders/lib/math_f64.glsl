@@ -425,3 +425,4 @@ precise double tv_tan(double x) {
 
 #include "math_f64_inverse.glsl"
 #include "math_f64_power.glsl"
+#include "math_f64_special.glsl"

@@ -15,6 +15,7 @@ and provides, for every op:
 
 and the interpreter's dispatchers (the one GLSL switch over ops):
 
+    REAL tv_fn_<name>(REAL x)                      (the table's FUNCTIONS: digamma, trigamma)
     REAL tv_value(uint op, REAL a, REAL b, REAL c, int imm)
     uint tv_partials(uint op, REAL a, REAL b, REAL c, int imm, REAL r,
                      out REAL d0, out REAL d1, out REAL d2)   -> number of partials set
@@ -67,6 +68,9 @@ def make_emitter_class(gen_ops):
 
         def call(self, name, arguments):
             return f"tv_{name}({', '.join(arguments)})"
+
+        def function_call(self, name, arguments):
+            return f"tv_fn_{name}({', '.join(arguments)})"
 
         def divide(self, left, right):
             # Through the math library: GPUs divide as a * (1 / b), which loses results
@@ -137,6 +141,11 @@ def generate(table, gen_ops):
     ]
     lines += [f"const uint TV_OP_{op['name'].upper()} = {op['number']}u;" for op in ops]
     lines += [f"const uint TV_OP_COUNT = {len(ops)}u;", ""]
+    lines.append("// The op table's FUNCTIONS (op_table.py), generated like the ops' formulas.")
+    for name, lets, value in gen_ops.function_bodies(Emitter, gen_ops.pseudo_op):
+        lines.append(f"precise REAL tv_fn_{name}(REAL x) {{")
+        lines += [f"    REAL {let_name} = {text};" for let_name, text in lets]
+        lines += [f"    return {value};", "}", ""]
     value_cases = []
     partial_cases = []
     for op in ops:

@@ -21,13 +21,17 @@ CALLS = {
     "log1p": 1, "sin": 1, "cos": 1, "tan": 1, "asin": 1, "acos": 1, "atan": 1, "atan2": 2,
     "sinh": 1, "cosh": 1, "tanh": 1, "asinh": 1, "acosh": 1, "atanh": 1, "abs": 1, "sign": 1,
     "floor": 1, "ceil": 1, "round": 1, "trunc": 1, "fmod": 2, "pow": 2, "powi": 2, "hypot": 2,
-    "fma": 3, "isnan": 1, "signbit": 1, "select": 3,
+    "fma": 3, "erf": 1, "erfc": 1, "lgamma": 1, "copysign": 2, "isnan": 1, "signbit": 1, "select": 3,
 }
+# The table's FUNCTIONS (op_table.py: digamma, trigamma), set by check_table: calls of one
+# argument that every target emits as a helper function of its own (function_definitions).
+TABLE_FUNCTIONS = {}
 CONSTANTS = {
     "nan": "std::numeric_limits<double>::quiet_NaN()",
     "inf": "std::numeric_limits<double>::infinity()",
     "ln2": "0.693147180559945309417232121458176568",
     "ln10": "2.30258509299404568401799145468436421",
+    "pi": "3.14159265358979323846264338327950288",
 }
 COMPARE = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 BINARY = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
@@ -71,6 +75,10 @@ class CppEmitter:
 
     def call(self, name, arguments):
         return f"M::{name}({', '.join(arguments)})"
+
+    def function_call(self, name, arguments):
+        """A call of one of the table's FUNCTIONS (a helper emitted by the target)."""
+        return f"fn_{name}<M>({', '.join(arguments)})"
 
     def divide(self, left, right):
         return f"({left} / {right})"
@@ -132,6 +140,10 @@ class CppEmitter:
                     f" : {self.value(node.orelse)})")
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
             name = node.func.id
+            if name in TABLE_FUNCTIONS:
+                if len(node.args) != 1:
+                    self.fail(node, f"{name} takes 1 argument")
+                return self.function_call(name, [self.value(node.args[0])])
             if name not in CALLS:
                 self.fail(node, f"unknown function {name!r}")
             if len(node.args) != CALLS[name]:
@@ -150,6 +162,11 @@ def load_table(path):
 
 
 def check_table(table):
+    TABLE_FUNCTIONS.clear()
+    TABLE_FUNCTIONS.update(getattr(table, "FUNCTIONS", {}))
+    for name in TABLE_FUNCTIONS:
+        if name in CALLS:
+            raise FormulaError(f"function {name} shadows a primitive")
     ops = table.OPS
     numbers = [op["number"] for op in ops]
     if numbers != list(range(len(ops))):
@@ -293,9 +310,24 @@ def partial_sibling(ops, op):
 
 # Functions the math libraries implement in many instructions (the others are a few: sqrt,
 # abs, sign, rounding, fma, tests and select).
-LIBRARY_CALLS = {"cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+LIBRARY_CALLS = {"erf", "erfc", "lgamma", "digamma", "trigamma", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
                  "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
                  "fmod", "pow", "powi", "hypot"}
+
+
+def primitive_ops(table):
+    """The formula language's calls whose value is exactly an op's value formula
+    (sin: Sin, log: Ln, fmod: Rem, ...): call name -> op name. Dual numbers take such a
+    call's tangent from that op's partials."""
+    out = {}
+    for op in table.OPS:
+        if not op["value"] or table.IMMEDIATE in op["flags"]:
+            continue
+        tree = ast.parse(op["value"], mode="eval").body
+        if (isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name)
+                and [getattr(arg, "id", None) for arg in tree.args] == list(OPERANDS[:op["arity"]])):
+            out[tree.func.id] = op["name"]
+    return out
 
 
 def library_calls(op):
@@ -315,6 +347,34 @@ def partial_reads(op):
     names = {node.id for source in sources for node in ast.walk(ast.parse(source, mode="eval"))
              if isinstance(node, ast.Name)}
     return sum(bit for name, bit in bits.items() if name in names)
+
+
+def function_bodies(Emitter, make_op):
+    """Per table function: (name, [(let name, expression)], value expression), each expression
+    spelled by Emitter (constructed as Emitter(pseudo op, names))."""
+    out = []
+    for name, definition in TABLE_FUNCTIONS.items():
+        pseudo = make_op(name)
+        names = {"x"}
+        lets = []
+        for let_name, let_source in definition.get("lets", []):
+            lets.append((let_name, Emitter(pseudo, set(names)).emit(let_source)))
+            names.add(let_name)
+        out.append((name, lets, Emitter(pseudo, names).emit(definition["value"])))
+    return out
+
+
+def pseudo_op(name):
+    return dict(name=name, arity=1, flags=set(), lets=[], partials=[], value=None)
+
+
+def function_definitions():
+    lines = ["/// The op table's FUNCTIONS (op_table.py), over the math policy M like the formulas."]
+    for name, lets, value in function_bodies(CppEmitter, pseudo_op):
+        lines.append(f"template <class M, class T> T fn_{name}(T x) {{")
+        lines += [f"    const T {let_name} = {text};" for let_name, text in lets]
+        lines += [f"    return {value};", "}", ""]
+    return lines
 
 
 def formula_struct(table, op):
@@ -384,6 +444,7 @@ def header_formulas(table):
         "template <Op op> struct Formula;",
         "",
     ]
+    lines += function_definitions()
     for op in ops:
         if table.LEAF not in op["flags"]:
             lines += formula_struct(table, op)

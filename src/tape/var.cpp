@@ -204,5 +204,11 @@ Var pow(const Var& x, const Var& y) { return apply(Op::Powf, x, y); }
 Var pow(const Var& x, double y) { return apply(Op::Powf, x, Var(y)); }
 Var pow(double x, const Var& y) { return apply(Op::Powf, Var(x), y); }
 Var powi(const Var& x, std::int32_t n) { return VarAccess::record(Op::Powi, {&x}, n); }
+Var erf(const Var& x) { return apply(Op::Erf, x); }
+Var erfc(const Var& x) { return apply(Op::Erfc, x); }
+Var lgamma(const Var& x) { return apply(Op::Lgamma, x); }
+Var digamma(const Var& x) { return apply(Op::Digamma, x); }
+Var copysign(const Var& x, const Var& sign) { return apply(Op::Copysign, x, sign); }
+Var log_sum_exp(const Var& x, const Var& y) { return apply(Op::LogSumExp, x, y); }
 
 }  // namespace tapevm

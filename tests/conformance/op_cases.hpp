@@ -30,6 +30,12 @@ enum class Domain {
     at_least_one,     // first operand in (1, 6): Acosh
     above_minus_one,  // first operand in (-1, 4): Ln1p
     moderate,         // first operand in (-1.4, 1.4): Tan (away from its poles)
+    // Lgamma, Digamma: random points (and finite differences) in (0, 5) and positive magnitudes
+    // only. On the negative axis the libraries' error is absolute next to the functions' zeros
+    // (lgamma(-2.457...) = 0), so relative (ulp) bounds hold only away from them: the negative
+    // axis is covered by the edge points (Lgamma's without those within 0.5 of a zero) and by
+    // tests/gpu_math's absolute bound.
+    gamma,
 };
 
 struct OpCase {
@@ -92,6 +98,12 @@ inline constexpr std::array<OpCase, op_count> op_cases = {{
     {Op::Select, Accuracy::exact, Domain::any},
     {Op::Fma, Accuracy::exact, Domain::any},
     {Op::Param, Accuracy::leaf, Domain::any},
+    {Op::Erf, Accuracy::transcendental, Domain::any},
+    {Op::Erfc, Accuracy::transcendental, Domain::any},
+    {Op::Lgamma, Accuracy::transcendental, Domain::gamma},
+    {Op::Digamma, Accuracy::transcendental, Domain::gamma},
+    {Op::Copysign, Accuracy::exact, Domain::any},
+    {Op::LogSumExp, Accuracy::transcendental, Domain::any},
 }};
 // clang-format on
 
@@ -125,7 +137,9 @@ std::vector<OpUnderTest> ops_under_test();
 /// overflow thresholds of exp, half-integers for rounding, Max/Min ties, pow with negative,
 /// zero and infinite bases and integer, non-integer and infinite exponents, Fma's exactness.
 /// Binary ops get a cross product of a smaller set plus targeted pairs, ternary ops a cross
-/// product of a smaller set still.
+/// product of a smaller set still. The special functions (Erf, Erfc, Lgamma, Digamma) also get
+/// their piece boundaries, tails and underflow thresholds, the zeros of digamma and lgamma on
+/// the positive axis and lgamma's overflow; LogSumExp gets huge differences and infinities.
 template <class Real> std::vector<Real> edge_points(Op op);
 
 /// `points` seeded random points for `op`: each operand from a mix of (-3, 3), every

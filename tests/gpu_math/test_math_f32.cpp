@@ -1,6 +1,7 @@
 // The single-precision GLSL math library (shaders/lib/math_f32.glsl), compiled as C++,
 // against std:: over whole domains, ranges and special values.
 #include <cmath>
+#include <random>
 
 #include <doctest/doctest.h>
 
@@ -103,4 +104,50 @@ TEST_CASE("f32 rounding, sign and bit functions match std:: exactly") {
 TEST_CASE("f32 fma is exact-product based (faithful), not x * y + z") {
     tapevm::gpu_math::check_fma<float>(
         [](float x, float y, float z) { return tapevm::glsl::f32::tv_fma(x, y, z); });
+}
+
+// Measured maxima (x86-64 glibc, these seeds): see shaders/lib/README.md.
+constexpr double erf_bound = 3;
+constexpr double erfc_bound = 6;
+constexpr double lgamma_bound = 8;
+constexpr double negative_lgamma_bound = 2e-6;
+
+// erf, erfc and lgamma (math_f32_special.glsl): whole range by bit patterns, the pieces of
+// the erfcx fit, erfc's subnormal tail, lgamma's recurrence and Stirling ranges and its zeros
+// at 1 and 2. lgamma is checked on the positive axis only: for x < 0 the reflection loses
+// relative accuracy next to lgamma's zeros (x = -2.457..., -2.747..., ...), where the error
+// is absolute (checked below), as it is for C libraries without special code there.
+TEST_CASE("f32 erf, erfc and lgamma are within their ulp bounds of std::") {
+    check(U{"erf",
+            g::tv_erf,
+            TV_STD1(erf),
+            erf_bound,
+            {bits(20000), range(-6, 6, 20000), range(-0.6, 0.6, 20000)}});
+    check(U{"erfc",
+            g::tv_erfc,
+            TV_STD1(erfc),
+            erfc_bound,
+            {bits(20000), range(-6, 28, 20000), range(9, 10.1, 20000)}});
+    // On |x| (the special values include -pi, next to a zero of lgamma).
+    check(U{"lgamma(|x|)",
+            [](float x) { return g::tv_lgamma(std::fabs(x)); },
+            [](float x) { return std::lgamma(std::fabs(x)); },
+            lgamma_bound,
+            {positive_bits(20000), range(0, 10, 20000), range(0.9, 2.1, 20000), range(10, 3e36, 20000)}});
+}
+
+TEST_CASE("f32 lgamma for negative arguments: absolute error next to its zeros") {
+    std::mt19937_64 random(3);
+    std::uniform_real_distribution<float> negative(-12, 0);
+    double worst = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const float x = negative(random);
+        if (x == std::round(x)) continue;
+        const double want = std::lgamma(static_cast<double>(x));
+        const double error =
+            std::fabs(static_cast<double>(g::tv_lgamma(x)) - want) / std::fmax(1.0, std::fabs(want));
+        worst = std::fmax(worst, error);
+    }
+    MESSAGE("lgamma(x < 0): max error " << worst << " (relative above 1, absolute below)");
+    CHECK(worst < negative_lgamma_bound);
 }

@@ -98,6 +98,10 @@ template <class T, class S = ScalarMath<T>> struct DualMath {
     static D asinh(D x) { return dual_unary<Op::Asinh>(x); }
     static D acosh(D x) { return dual_unary<Op::Acosh>(x); }
     static D atanh(D x) { return dual_unary<Op::Atanh>(x); }
+    static D erf(D x) { return dual_unary<Op::Erf>(x); }
+    static D erfc(D x) { return dual_unary<Op::Erfc>(x); }
+    static D lgamma(D x) { return dual_unary<Op::Lgamma>(x); }
+    static D copysign(D x, D s) { return dual_binary<Op::Copysign>(x, s); }
     static D abs(D x) { return dual_unary<Op::Abs>(x); }
     static D sign(D x) { return dual_unary<Op::Signum>(x); }
     static D floor(D x) { return dual_unary<Op::Floor>(x); }

@@ -33,6 +33,23 @@ template <class T> struct ScalarMath {
     static T asinh(T x) { return std::asinh(x); }
     static T acosh(T x) { return std::acosh(x); }
     static T atanh(T x) { return std::atanh(x); }
+    static T erf(T x) { return std::erf(x); }
+    static T erfc(T x) { return std::erfc(x); }
+    /// log|Gamma(x)| (+inf at 0 and the negative integers); glibc's lgamma_r, which does not
+    /// write the global signgam (std::lgamma does: a data race between VM threads).
+    static T lgamma(T x) {
+#if defined(__GLIBC__)
+        int sign = 0;
+        if constexpr (std::is_same_v<T, float>) {
+            return ::lgammaf_r(x, &sign);
+        } else {
+            return ::lgamma_r(x, &sign);
+        }
+#else
+        return std::lgamma(x);
+#endif
+    }
+    static T copysign(T x, T s) { return std::copysign(x, s); }
     static T abs(T x) { return std::fabs(x); }
     /// -1, 0 or 1; keeps -0, +0 and NaN.
     static T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : x); }

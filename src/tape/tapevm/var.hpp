@@ -147,6 +147,18 @@ Var pow(const Var& x, const Var& y);
 Var pow(const Var& x, double y);
 Var pow(double x, const Var& y);
 Var powi(const Var& x, std::int32_t n);
+/// The error function and its complement 1 - erf(x) (accurate where erf(x) is near 1).
+Var erf(const Var& x);
+Var erfc(const Var& x);
+/// log|Gamma(x)| (+inf at 0 and the negative integers); its derivative is digamma.
+Var lgamma(const Var& x);
+/// Gamma'/Gamma (NaN at the negative integers, -1/x at +-0); its derivative is trigamma.
+Var digamma(const Var& x);
+/// |x| with the sign bit of `sign`; the derivative in x is +-1 (0 at x = +-0), none in `sign`.
+Var copysign(const Var& x, const Var& sign);
+/// log(exp(x) + exp(y)) without overflow: max + log1p(exp(-|x - y|)); +-inf and NaN as the
+/// limits (log_sum_exp(-inf, -inf) = -inf).
+Var log_sum_exp(const Var& x, const Var& y);
 template <std::integral I> Var pow(const Var& x, I n) { return powi(x, static_cast<std::int32_t>(n)); }
 
 namespace detail {
