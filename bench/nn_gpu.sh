@@ -32,7 +32,7 @@ cd "$root"
 if [[ ${1:-} == --pack ]]; then
     from=${2:?usage: bench/nn_gpu.sh --pack BUILD_DIR}
     rm -rf .gpu/nn .gpu/nn.tar.xz
-    for path in "$from"/src/cli/tapevm "$from"/tests/nn/conformance/test_nn_conformance "$from"/tests/nn/gpu/test_nn_gpu* \
+    for path in "$from"/src/cli/tapevm "$from"/src/cli/tapevm-bench "$from"/tests/nn/conformance/test_nn_conformance "$from"/tests/nn/gpu/test_nn_gpu* \
         "$from"/tests/nn/gpu/bench_nn_gpu "$from"/tests/nn/elementwise/*_nn_elementwise* \
         "$from"/tests/conformance/test_conformance_gpu; do
         [[ -f $path && -x $path ]] || continue
@@ -42,9 +42,10 @@ if [[ ${1:-} == --pack ]]; then
     done
     # Shared libraries the GPU machine lacks (ADOL-C for tapevm; OpenBLAS travels in .gpulibs).
     mkdir -p .gpu/nn/lib
-    ldd .gpu/nn/src/cli/tapevm .gpu/nn/tests/nn/*/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
+    ldd .gpu/nn/src/cli/tapevm* .gpu/nn/tests/nn/*/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
         case $(basename "$library") in
-            libadolc.so* | libColPack*.so* | libboost*.so* | libxxhash.so*) cp -L "$library" .gpu/nn/lib/ ;;
+            libadolc.so* | libColPack*.so* | libboost*.so* | libxxhash.so* | libglog.so* | libgflags.so* | libunwind.so*)
+                cp -L "$library" .gpu/nn/lib/ ;;
         esac
     done
     ls ../shared/vulkan-loader/*.deb >/dev/null 2>&1 && cp -n ../shared/vulkan-loader/*.deb .gpu/

@@ -86,6 +86,13 @@ OpSet tape_ops(const Tape& tape) {
     return ops;
 }
 
+OpSet special_function_ops() {
+    OpSet ops = 0;
+    for (const Op op : {Op::Erf, Op::Erfc, Op::Lgamma, Op::Digamma})
+        ops |= OpSet{1} << static_cast<std::uint32_t>(op);
+    return ops;
+}
+
 const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision,
                                             Specialization specialization) {
     if (double_precision && !float64_) {

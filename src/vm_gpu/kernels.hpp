@@ -69,6 +69,10 @@ inline constexpr OpSet all_ops = ~OpSet{0};
 static_assert(op_count <= 64, "an OpSet holds one bit per op");
 /// The ops of `tape`'s instructions.
 OpSet tape_ops(const Tape& tape);
+/// The special functions (erf, erfc, lgamma, digamma): their polynomials, in every mode's
+/// dual numbers, made each all-ops interpreter pipeline about twice as slow to compile on
+/// lavapipe. CPU devices' pipelines leave them out unless the tape uses them (Runner).
+OpSet special_function_ops();
 /// True for the kernels built with shaders/op_set.glsl (the compact and local ones).
 constexpr bool takes_op_set(Kernel kernel) {
     return kernel == Kernel::forward_compact || kernel == Kernel::reverse_compact || is_local(kernel);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <string_view>
 #include <limits>
 #include <utility>
 #include <vector>
@@ -41,6 +42,17 @@ DeviceBuffer staging_buffer(const Device& device, std::uint64_t bytes, MemoryKin
     } catch (const OutOfDeviceMemory& error) {
         throw DeviceUnavailable(std::string("gpu: no memory for a staging buffer: ") + error.what());
     }
+}
+
+// The ops the compact and local pipelines handle (tuning.hpp, TAPEVM_GPU_OP_SET): automatic is
+// the tape's own on GPUs (a pipeline per op set) and on CPU devices, where each pipeline takes
+// seconds to compile, every op but the special functions the tape does not use (one pipeline
+// serves most tapes).
+OpSet pipeline_ops(OpSetChoice choice, std::string_view device_type, const Tape& tape) {
+    if (choice == OpSetChoice::tape) return tape_ops(tape);
+    if (choice == OpSetChoice::all) return all_ops;
+    if (device_type != "cpu") return tape_ops(tape);
+    return (all_ops & ~special_function_ops()) | tape_ops(tape);
 }
 
 }  // namespace
@@ -87,12 +99,13 @@ std::uint32_t Runner::local_homes(const Call& call) const {
 
 const vk::raii::Pipeline& Runner::pipeline(const Call& call) const {
     if (call.compiled != nullptr) return *call.compiled;
-    // Pipelines made for the tape (its ops) are made for the call's seeds too.
+    // Pipelines made for the tape (exactly its ops) are made for the call's seeds too; the
+    // shared ones of CPU devices (all ops, or all but unused special functions) are not.
     const bool reverse = call.kernel == Kernel::reverse;
     const OpSet ops = call.generic_interpreter ? all_ops : ops_;
-    return device_->kernels().pipeline(
-        kernel(call), call.double_precision,
-        {local_homes(call), ops, ops != all_ops && reverse ? call.directions : 0u});
+    const bool per_tape = ops == tape_ops_;
+    return device_->kernels().pipeline(kernel(call), call.double_precision,
+                                       {local_homes(call), ops, per_tape && reverse ? call.directions : 0u});
 }
 
 std::uint64_t Runner::work_values_per_lane(const Call& call) const {
@@ -174,10 +187,7 @@ Runner::Runner(std::shared_ptr<Device> device, const Tape& tape, std::size_t req
     : device_(std::move(device)), tape_(tape),
       requested_chunk_points_(requested_chunk_points != 0 ? requested_chunk_points : tuning.chunk_points),
       interpreter_(tuning.interpreter), local_home_limit_(tuning.local_homes),
-      ops_(tuning.op_set == OpSetChoice::tape ||
-                   (tuning.op_set == OpSetChoice::automatic && device_->info().type != "cpu")
-               ? tape_ops(tape)
-               : all_ops),
+      ops_(pipeline_ops(tuning.op_set, device_->info().type, tape)), tape_ops_(tape_ops(tape)),
       compact_forward_(compact_program(tape, false)), compact_reverse_(compact_program(tape, true)) {
     const auto& vk_device = device_->device();
     try {

@@ -141,6 +141,7 @@ private:
     Interpreter interpreter_;         // TAPEVM_GPU_INTERPRETER
     std::uint64_t local_home_limit_;  // TAPEVM_GPU_LOCAL_HOMES
     OpSet ops_;                       // what the compact and local pipelines handle (TAPEVM_GPU_OP_SET)
+    OpSet tape_ops_;                  // the tape's own ops
     CompactProgram compact_forward_, compact_reverse_;
     DeviceBuffer program_, compact_forward_buffer_, compact_reverse_buffer_, constants_f32_, constants_f64_,
         output_slots_, guards_, dummy_;

@@ -16,8 +16,9 @@
 //                                         (kernels.hpp: OpSet). tape: only the tape's (a
 //                                         pipeline per op set, the others' cases compiled out),
 //                                         and in reverse mode the call's seeds K fixed too.
-//                                         auto (the default): tape on GPUs, all on CPU devices
-//                                         (lavapipe takes seconds per pipeline)
+//                                         auto (the default): tape on GPUs; on CPU devices
+//                                         (lavapipe takes seconds per pipeline) all but the
+//                                         special functions the tape does not use
 //   TAPEVM_GPU_LOCAL_HOMES=N              the most homes per point (values + seeds x adjoints)
 //                                         the local kernels take, 1 to 65536 (default 512)
 //   TAPEVM_GPU_WORKGROUP=N                invocations per workgroup, a power of two from 32 to
