@@ -432,7 +432,7 @@ TEST_CASE("bad command lines: exit 2 and one error line naming the problem") {
     check_error(run_cli({"eval", "--inputs", inputs, "--mode", "forward"}), {"needs a tape file"});
     check_error(run_cli({"eval", tape, tape, "--inputs", inputs, "--mode", "forward"}),
                 {"unexpected argument"});
-    check_error(run_cli({"eval", tape, "--inputs", inputs, "--mode", "hessian"}), {"unknown mode 'hessian'"});
+    check_error(run_cli({"eval", tape, "--inputs", inputs, "--mode", "hvp"}), {"unknown mode 'hvp'"});
     check_error(run_cli({"eval", tape, "--inputs", inputs, "--mode", "forward", "--mode", "gradient"}),
                 {"--mode given twice"});
     check_error(run_cli({"eval", tape, "--inputs", inputs, "--mode", "forward", "--precision", "f16"}),

@@ -394,8 +394,14 @@ TEST_CASE("random trees: record, optimize, save, load and evaluate equal direct 
                        << " as not resolved by the steps");
 
     // Not vacuous: the generator reaches every op, branches and shared nodes, and most checks run.
+    // Ops 52-57 (issue 22 item 5) are not among the generator's kinds yet: their poles (lgamma,
+    // digamma) and tails need domains of their own; the conformance suite's op cases cover them
+    // on every backend.
+    const std::set<Op> not_generated = {Op::Erf,     Op::Erfc,     Op::Lgamma,
+                                        Op::Digamma, Op::Copysign, Op::LogSumExp};
     for (std::uint32_t number = 0; number < op_count; ++number) {
         const Op op = static_cast<Op>(number);
+        if (not_generated.count(op) == 1) continue;
         CHECK_MESSAGE(ops_seen.count(op) == 1, "no random tree recorded ", info(op).name);
     }
     CHECK(values_bitwise >= values_checked * 999 / 1000);

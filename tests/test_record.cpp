@@ -143,6 +143,12 @@ TEST_CASE("record: operators and <cmath> names map to their ops") {
         {Op::Ne, [](const Var& a, const Var& b) { return (a != b).var(); }},
         {Op::Select, [](const Var& a, const Var& b) { return select(a < b, a, b); }},
         {Op::Fma, [](const Var& a, const Var& b) { return fma(a, b, a); }},
+        {Op::Erf, [](const Var& a, const Var&) { return erf(a); }},
+        {Op::Erfc, [](const Var& a, const Var&) { return erfc(a); }},
+        {Op::Lgamma, [](const Var& a, const Var&) { return lgamma(a); }},
+        {Op::Digamma, [](const Var& a, const Var&) { return digamma(a); }},
+        {Op::Copysign, [](const Var& a, const Var& b) { return copysign(a, b); }},
+        {Op::LogSumExp, [](const Var& a, const Var& b) { return log_sum_exp(a, b); }},
     };
     std::set<Op> seen;
     for (const Case& c : cases) {
