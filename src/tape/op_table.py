@@ -104,7 +104,9 @@ _REFLECT = [("y", "select(x < 0, 1 - x, x)"), ("r", "x - round(x)"), ("z", "y + 
             ("w", "q * q")]
 # The shift sums add the smallest terms first.
 _SHIFT = " + ".join(f"1 / (y + {k})" if k else "1 / y" for k in reversed(range(10)))
-_SHIFT2 = " + ".join(f"1 / ((y + {k}) * (y + {k}))" if k else "1 / (y * y)" for k in reversed(range(10)))
+# 1/y^2 as (1 / y) / y: y * y would be subnormal, and flushed to zero on GPUs, from y < 1.1e-19
+# in float (finding 7 of bench/RESULTS.md's fifth pass).
+_SHIFT2 = " + ".join(f"1 / ((y + {k}) * (y + {k}))" if k else "(1 / y) / y" for k in reversed(range(10)))
 
 
 def _horner(variable, coefficients):
