@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <optional>
@@ -112,10 +113,18 @@ const vk::raii::Pipeline& Kernels::pipeline(Kernel kernel, bool double_precision
         (home_count > 0 ? " homes=" + std::to_string(home_count) : "") +
         (ops != all_ops ? " ops=" + std::to_string(std::popcount(ops)) : "") +
         (specialization.directions > 0 ? " K=" + std::to_string(specialization.directions) : "");
+    // Through a pipeline cache kept on disk as a compiled kernel's is: the driver's code for
+    // these pipelines comes from there in later processes (the H100 takes 1.6 s (float) to
+    // 3.3 s (double) to compile the ones a first tape needs; bench/RESULTS.md, fifth pass).
+    const std::span<const std::uint32_t> spirv = embedded_spirv(kernel, double_precision);
+    const std::string cache_key = interpreter_cache_key(kernel, spirv, specialization);
     std::optional<vk::raii::Pipeline> pipeline;
     try {
-        pipeline.emplace(make_pipeline({embedded_spirv(kernel, double_precision), {}, nullptr},
-                                       double_precision, nullptr, specialization));
+        const PipelineCacheBlob cache = load_pipeline_cache(cache_key, double_precision);
+        std::optional<bool> driver_cache_hit;
+        pipeline.emplace(make_pipeline({spirv, {}, nullptr}, double_precision, &cache.cache, specialization,
+                                       &driver_cache_hit));
+        keep_pipeline_cache(cache, cache_key, double_precision, driver_cache_hit);
     } catch (...) {
         rethrow_setup_error("gpu::Kernels: cannot create the " + name + " pipeline");
     }
@@ -335,6 +344,27 @@ Kernels::PipelineCacheBlob Kernels::load_pipeline_cache(std::string_view cache_k
     return result;
 }
 
+void Kernels::keep_pipeline_cache(const PipelineCacheBlob& cache, std::string_view cache_key,
+                                  bool double_precision, std::optional<bool> driver_cache_hit) const {
+    if (!cache.blob.empty() && driver_cache_hit != false) return;  // the driver had it there
+    try {
+        const std::vector<std::uint8_t> data = cache.cache.getData();
+        DiskCache(default_cache_folder())
+            .store(pipeline_cache_key(cache_key, double_precision), std::as_bytes(std::span(data)));
+    } catch (const vk::Error&) {  // best effort: the cache is an optimisation
+    }
+}
+
+std::string Kernels::interpreter_cache_key(Kernel kernel, std::span<const std::uint32_t> spirv,
+                                           Specialization specialization) const {
+    char text[160];
+    std::snprintf(text, sizeof text, "interpreter-%s-%016llx-w%u-h%u-o%016llx-k%u", kernel_name(kernel),
+                  static_cast<unsigned long long>(hash64(std::as_bytes(spirv))), workgroup_size(),
+                  specialization.home_count, static_cast<unsigned long long>(specialization.ops),
+                  specialization.directions);
+    return text;
+}
+
 std::string Kernels::pipeline_cache_key(std::string_view cache_key, bool double_precision) const {
     return "pipeline-" + cache_key_ + "-" + std::string(cache_key) + precision_suffix(double_precision);
 }
@@ -360,16 +390,10 @@ vk::raii::Pipeline Kernels::create_pipeline(std::span<const std::uint32_t> spirv
     // Compiled now (no blob, or the driver says it missed the one it had): keep the driver's
     // code for the next process, and the module's identifier to find it by.
     start = Clock::now();
-    const DiskCache disk(default_cache_folder());
-    if (cache.blob.empty() || report.driver_cache_hit == false) {
-        try {
-            const std::vector<std::uint8_t> data = cache.cache.getData();
-            disk.store(pipeline_cache_key(cache_key, double_precision), std::as_bytes(std::span(data)));
-        } catch (const vk::Error&) {  // best effort: the cache is an optimisation
-        }
-    }
+    keep_pipeline_cache(cache, cache_key, double_precision, report.driver_cache_hit);
     if (!identifier.empty())
-        disk.store(identifier_key(cache_key, double_precision), identifier_payload(identifier, metadata));
+        DiskCache(default_cache_folder())
+            .store(identifier_key(cache_key, double_precision), identifier_payload(identifier, metadata));
     report.store_s = seconds_since(start);
     return std::move(*pipeline);
 }

@@ -174,8 +174,9 @@ public:
 
     const vk::raii::DescriptorSetLayout& set_layout() const { return set_layout_; }
     const vk::raii::PipelineLayout& layout() const { return layout_; }
-    /// The pipeline of `kernel` in double or float; created on first use and kept per
-    /// (kernel, precision, specialization) (the caller holds the device's mutex).
+    /// The pipeline of `kernel` in double or float; created on first use, through a pipeline
+    /// cache of its own kept on disk as compiled kernels' are (interpreter_cache_key()), and
+    /// kept per (kernel, precision, specialization) (the caller holds the device's mutex).
     /// `specialization.home_count`: for the local kernels, the length of their home array (a
     /// local_home_count() value, at least the homes per point of every call that runs the
     /// pipeline); 0 for the others. Its ops and directions apply to takes_op_set() kernels only.
@@ -228,6 +229,14 @@ private:
     };
     PipelineCacheBlob load_pipeline_cache(std::string_view cache_key, bool double_precision) const;
     std::string pipeline_cache_key(std::string_view cache_key, bool double_precision) const;
+    /// Stores `cache`'s data under `cache_key` when the driver compiled its pipeline now (no
+    /// blob was on disk, or creation feedback says the driver missed it). Never throws.
+    void keep_pipeline_cache(const PipelineCacheBlob& cache, std::string_view cache_key,
+                             bool double_precision, std::optional<bool> driver_cache_hit) const;
+    /// An interpreter pipeline's key: its kernel, a hash of its SPIR-V, the workgroup size and
+    /// `specialization`.
+    std::string interpreter_cache_key(Kernel kernel, std::span<const std::uint32_t> spirv,
+                                      Specialization specialization) const;
     std::string identifier_key(std::string_view cache_key, bool double_precision) const;
 
     /// Sets specialization constant 0 (the workgroup size) and those of `specialization` that

@@ -1,12 +1,14 @@
 // Devices: listing, selection by TAPEVM_DEVICE / Options::device (index, name, bad values),
 // chunk planning, validation.
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include "chunking.hpp"
 #include "compact.hpp"
@@ -416,6 +418,38 @@ TEST_CASE("the op set of the compact and local pipelines: the tape's, or all") {
     const gpu::detail::OpSet shared =
         (gpu::detail::all_ops & ~gpu::detail::special_function_ops()) | expected;
     CHECK(ops_with(OpSetChoice::automatic) == (on_cpu ? shared : expected));
+}
+
+TEST_CASE("an interpreter pipeline keeps the driver's code on disk, under its op set") {
+    const auto folder =
+        std::filesystem::temp_directory_path() / ("tapevm-interpreter-cache-" + std::to_string(getpid()));
+    std::filesystem::remove_all(folder);
+    const ScopedEnv env("TAPEVM_CACHE_DIR", folder.c_str());
+    const auto files = [&] {
+        std::size_t count = 0;
+        std::error_code error;
+        for (auto it = std::filesystem::directory_iterator(folder, error);
+             !error && it != std::filesystem::directory_iterator(); it.increment(error))
+            count += it->is_regular_file() ? 1 : 0;
+        return count;
+    };
+    const auto device = gpu::detail::Device::acquire(test_options());
+    const std::lock_guard lock(device->mutex());
+    gpu::detail::Kernels& kernels = device->kernels();
+    // An op set no test of this process runs: the pipeline is made now, through its own cache.
+    gpu::detail::Specialization specialization;
+    specialization.ops = 0;
+    for (const Op op : {Op::Input, Op::Const, Op::Atan2, Op::Copysign, Op::Cbrt})
+        specialization.ops |= gpu::detail::OpSet{1} << static_cast<std::uint32_t>(op);
+    CHECK(files() == 0);
+    (void)kernels.pipeline(gpu::detail::Kernel::forward_compact, false, specialization);
+    CHECK(files() == 1);
+    (void)kernels.pipeline(gpu::detail::Kernel::forward_compact, false, specialization);  // from memory
+    CHECK(files() == 1);
+    specialization.ops |= gpu::detail::OpSet{1} << static_cast<std::uint32_t>(Op::Hypot);
+    (void)kernels.pipeline(gpu::detail::Kernel::forward_compact, false, specialization);
+    CHECK(files() == 2);  // another op set is another pipeline, with a cache of its own
+    std::filesystem::remove_all(folder);
 }
 
 // Last in this file: it replaces the shared device. A lost device (as after
