@@ -139,4 +139,23 @@ template <class T, class SinCos, class F> void check_sincos(SinCos sincos, F sin
     CHECK(mismatches == 0);
 }
 
+/// lgamma for x < 0 (20000 non-integer draws from [-12, 0)) against std::lgamma in double: the
+/// worst error, relative above 1 and absolute below, where lgamma's zeros make relative error
+/// meaningless. Checked below `bound`.
+template <class T, class F> void check_negative_lgamma(F lgamma, double bound) {
+    std::mt19937_64 random(3);
+    std::uniform_real_distribution<T> negative(-12, 0);
+    double worst = 0;
+    for (int i = 0; i < 20000; ++i) {
+        const T x = negative(random);
+        if (x == std::round(x)) continue;
+        const double want = std::lgamma(static_cast<double>(x));
+        const double error =
+            std::fabs(static_cast<double>(lgamma(x)) - want) / std::fmax(1.0, std::fabs(want));
+        worst = std::fmax(worst, error);
+    }
+    MESSAGE("lgamma(x < 0): max error " << worst << " (relative above 1, absolute below)");
+    CHECK(worst < bound);
+}
+
 }  // namespace tapevm::gpu_math
