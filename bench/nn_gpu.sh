@@ -34,7 +34,7 @@ if [[ ${1:-} == --pack ]]; then
     rm -rf .gpu/nn .gpu/nn.tar.xz
     for path in "$from"/src/cli/tapevm "$from"/src/cli/tapevm-bench "$from"/tests/nn/conformance/test_nn_conformance "$from"/tests/nn/gpu/test_nn_gpu* \
         "$from"/tests/nn/gpu/bench_nn_gpu "$from"/tests/nn/elementwise/*_nn_elementwise* \
-        "$from"/tests/conformance/test_conformance_gpu; do
+        "$from"/tests/conformance/test_conformance_gpu "$from"/tests/gpu/test_gpu_device; do
         [[ -f $path && -x $path ]] || continue
         program=${path#"$from"/}
         mkdir -p ".gpu/nn/$(dirname "$program")"
@@ -44,7 +44,7 @@ if [[ ${1:-} == --pack ]]; then
     mkdir -p .gpu/nn/lib
     ldd .gpu/nn/src/cli/tapevm* .gpu/nn/tests/nn/*/* 2>/dev/null | awk '/=> \// {print $3}' | sort -u | while read -r library; do
         case $(basename "$library") in
-            libadolc.so* | libColPack*.so* | libboost*.so* | libxxhash.so* | libglog.so* | libgflags.so* | libunwind.so*)
+            libadolc.so* | libColPack*.so* | libgomp.so* | libboost*.so* | libxxhash.so* | libglog.so* | libgflags.so* | libunwind.so*)
                 cp -L "$library" .gpu/nn/lib/ ;;
         esac
     done

@@ -23,6 +23,7 @@
 #include "demo_workload.hpp"
 #include "tapevm/examples.hpp"
 #include "tapevm/hessian.hpp"
+#include "tapevm/sparse.hpp"
 #include "tapevm/reference.hpp"
 #include "tapevm/tape_file.hpp"
 #include "tapevm/var.hpp"
@@ -261,6 +262,32 @@ TEST_CASE("eval --mode hessian needs one output") {
     CHECK(hessian.status != 0);
     CHECK(hessian.err.find("mode hessian needs a tape with 1 output") != std::string::npos);
 }
+
+#if TAPEVM_HAVE_COLPACK
+TEST_CASE("eval --mode sparse_jacobian prints the nonzeros in CSR order; inspect --sparsity the pattern") {
+    const TempDir directory;
+    const std::string tape_path = write_example(directory, "ba");
+    const Tape tape = tapevm::examples::example_tape("ba");
+    const tapevm::reference::Vm vm(tape);
+    constexpr std::size_t points = 3;
+    const std::vector<double> inputs = ba_points(points);
+    const std::string inputs_path = directory.write("x.csv", to_csv(inputs, 15));
+    const tapevm::SparseJacobianPlan plan = tapevm::plan_sparse_jacobian(tape);
+    const auto want = tapevm::sparse_jacobian(vm, Batch<double>{points, inputs, {}}, plan);
+    const CliResult sparse =
+        run_cli({"eval", tape_path, "--inputs", inputs_path, "--mode", "sparse_jacobian"});
+    CHECK(sparse.status == 0);
+    check_rows(sparse.out, want.values, plan.pattern.nonzeros());
+    CHECK(sparse.err.find("sparse Jacobian: 2 x 15, " + std::to_string(plan.pattern.nonzeros()) +
+                          " structural nonzeros, " + std::to_string(plan.colouring.colours) + " colours") !=
+          std::string::npos);
+    const CliResult pattern = run_cli({"inspect", tape_path, "--sparsity"});
+    CHECK(pattern.status == 0);
+    CHECK(pattern.out.find("output 0:") == 0);
+    CHECK(pattern.out.find("\noutput 1:") != std::string::npos);
+    CHECK(run_cli({"inspect", tape_path, "--sparsity", "--plan"}).status != 0);
+}
+#endif
 
 TEST_CASE("eval ba: forward and the 2x15 jacobian equal the reference VM's results, row-major") {
     const TempDir directory;

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "first_result.hpp"
 #include "inputs_file.hpp"
+#include "sparse_bench.hpp"
 #include "tapevm/tape_file.hpp"
 #include "workloads.hpp"
 
@@ -25,6 +26,7 @@ constexpr std::string_view help =
        tapevm bench --list
        tapevm bench --first-result [--cold] [--workload W] [--mode M] [--precision P] [--points N]
        tapevm bench --nn [OPTIONS]   the nn kernels (tapevm help bench-nn)
+       tapevm bench --sparse N [--threads T] [--repeats R]
        tapevm bench --workload W --points N [--mode M] --write-inputs FILE
        tapevm bench --workload W --write-tape FILE
 
@@ -60,6 +62,9 @@ options:
                   the device is opened before; first results checked against the reference VM
   --cold          with --first-result: build every kernel from nothing (TAPEVM_CACHE_DIR set to
                   a new empty folder, removed at the end); default: the user's kernel cache
+  --sparse N      the sparse Jacobian of the 1-D Bratu residual on N unknowns instead:
+                  tapevm::sparse_jacobian on the CPU VM (pattern, ColPack colouring, one
+                  jvp per colour) against ADOL-C's sparse_jac, both checked against each other
   --write-inputs FILE
                   write one workload's N points (and the reference VM's results at 64 of
                   them) for bench/jax_bench.py, instead of measuring (bench/README.md)
@@ -72,7 +77,7 @@ constexpr OptionSpec options[] = {{"--workload", true},      {"--mode", true},  
                                   {"--precision", true},     {"--threads", true},    {"--points", true},
                                   {"--repeats", true},       {"--json", true},       {"--list", false},
                                   {"--write-inputs", true},  {"--write-tape", true}, {"--help", false},
-                                  {"--first-result", false}, {"--cold", false}};
+                                  {"--first-result", false}, {"--cold", false},      {"--sparse", true}};
 
 void list(std::ostream& out) {
     out << "workloads:\n";
@@ -131,6 +136,14 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     if (arguments.has("--list")) {
         list(out);
         return 0;
+    }
+    if (const auto unknowns = arguments.value("--sparse")) {
+        const std::size_t n = parse_count("--sparse", *unknowns, 1, 100'000'000);
+        const unsigned threads = static_cast<unsigned>(
+            parse_count("--threads", arguments.value("--threads").value_or("1"), 0, 1024));
+        const unsigned repeats = static_cast<unsigned>(
+            parse_count("--repeats", arguments.value("--repeats").value_or("20"), 1, 100000));
+        return bench::run_sparse_bench(n, threads, repeats, out);
     }
     bench::ConfigText text;
     const auto take = [&](std::string_view name, std::string_view& field) {

@@ -9,25 +9,30 @@
 #include "csv.hpp"
 #include "files.hpp"
 #include "tapevm/hessian.hpp"
+#include "tapevm/sparse.hpp"
 
 namespace tapevm::cli {
 namespace {
 
 constexpr std::string_view help =
-    R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian|hessian
+    R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian|hessian|sparse_jacobian
                    [--params P.csv] [--backend reference|cpu|gpu|compiled] [--precision f64|f32]
                    [--threads N]
 
 Evaluates the tape in FILE at every point of X.csv (one point per line, the tape's inputs
 comma separated) and prints one result per line: the outputs (forward), the gradient of
 the single output (gradient), the Jacobian, row-major (jacobian) or the Hessian of the single
-output, row-major and symmetric (hessian: one Hessian-vector product per input). f64 results are printed
+output, row-major and symmetric (hessian: one Hessian-vector product per input), or the
+Jacobian's structural nonzeros in CSR order (sparse_jacobian: one Jacobian-vector product per
+colour of a ColPack column colouring; stderr says the pattern's size and colours, and
+`tapevm inspect FILE --sparsity` prints the pattern). f64 results are printed
 as %.17g, f32 results as %.9g. Points whose recorded branches do not hold are named in a
 warning on stderr; their results follow the recorded branch.
 
 options:
   --inputs X.csv     the points, one per line
-  --mode MODE        forward, gradient or hessian (tapes with one output) or jacobian
+  --mode MODE        forward, gradient or hessian (tapes with one output), jacobian or
+                     sparse_jacobian
   --params P.csv     the tape's parameters: one line per point, or one line for all points
   --backend NAME     reference (default), cpu (the SIMD CPU VM), gpu (the GPU interpreter)
                      or compiled (the GPU VM running kernels compiled from the tape)
@@ -39,15 +44,16 @@ constexpr OptionSpec options[] = {{"--inputs", true},  {"--mode", true},      {"
                                   {"--backend", true}, {"--precision", true}, {"--threads", true},
                                   {"--help", false}};
 
-enum class Mode { forward, gradient, jacobian, hessian };
+enum class Mode { forward, gradient, jacobian, hessian, sparse_jacobian };
 
 Mode parse_mode(std::string_view name) {
     if (name == "forward") return Mode::forward;
     if (name == "gradient") return Mode::gradient;
     if (name == "jacobian") return Mode::jacobian;
     if (name == "hessian") return Mode::hessian;
+    if (name == "sparse_jacobian") return Mode::sparse_jacobian;
     throw UsageError("unknown mode '" + std::string(name) +
-                     "' (known: forward, gradient, jacobian, hessian)");
+                     "' (known: forward, gradient, jacobian, hessian, sparse_jacobian)");
 }
 
 // What eval was asked to do, checked before anything is read.
@@ -61,12 +67,13 @@ struct Request {
     BackendOptions backend_options;
 };
 
-std::size_t result_width(const Tape& tape, Mode mode) {
+std::size_t result_width(const Tape& tape, Mode mode, const SparseJacobianPlan& plan) {
     switch (mode) {
         case Mode::forward: return tape.output_count();
         case Mode::gradient: return tape.input_count();
         case Mode::jacobian: return std::size_t{tape.output_count()} * tape.input_count();
         case Mode::hessian: return std::size_t{tape.input_count()} * tape.input_count();
+        case Mode::sparse_jacobian: return plan.pattern.nonzeros();
     }
     return 0;
 }
@@ -120,7 +127,14 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
     const std::vector<Real> params = read_params<Real>(tape, request, points);
     const Batch<Real> batch{points, inputs.values, params};
 
-    const std::size_t width = result_width(tape, request.mode);
+    SparseJacobianPlan plan;
+    if (request.mode == Mode::sparse_jacobian) {
+        plan = plan_sparse_jacobian(tape);
+        err << "sparse Jacobian: " << plan.pattern.rows << " x " << plan.pattern.cols << ", "
+            << plan.pattern.nonzeros() << " structural nonzeros, " << plan.colouring.colours
+            << " colours (jvps per point, instead of " << plan.pattern.cols << ")\n";
+    }
+    const std::size_t width = result_width(tape, request.mode, plan);
     std::vector<Real> results(points * width);
     const std::unique_ptr<Evaluator> vm = make_evaluator(request.backend, tape, request.backend_options);
     Report report;
@@ -130,6 +144,9 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
         case Mode::jacobian: report = vm->jacobian(batch, std::span<Real>(results)); break;
         case Mode::hessian:
             report = hessian(*vm, batch, std::span<const Real>(), std::span<Real>(results));
+            break;
+        case Mode::sparse_jacobian:
+            report = sparse_jacobian(*vm, batch, plan, std::span<Real>(results));
             break;
     }
 
@@ -150,7 +167,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     Request request;
     request.tape_path = arguments.positional().front();
     request.inputs_path = arguments.required("--inputs", "X.csv (the points, one per line)");
-    request.mode = parse_mode(arguments.required("--mode", "forward, gradient, jacobian or hessian"));
+    request.mode =
+        parse_mode(arguments.required("--mode", "forward, gradient, jacobian, hessian or sparse_jacobian"));
     request.params_path = arguments.value("--params");
     request.backend = parse_backend(arguments.value("--backend").value_or("reference"));
     request.precision = parse_precision(arguments.value("--precision").value_or("f64"));
@@ -174,7 +192,9 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 }  // namespace
 
 Command eval_command() {
-    return {"eval", "evaluate a tape's values, gradients, Jacobians or Hessians at the points of a CSV file",
+    return {"eval",
+            "evaluate a tape's values, gradients, Jacobians (dense or sparse) or Hessians at the points of a "
+            "CSV file",
             help, run};
 }
 

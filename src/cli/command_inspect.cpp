@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "files.hpp"
 #include "tapevm/gpu.hpp"
+#include "tapevm/sparse.hpp"
 
 namespace tapevm::cli {
 namespace {
@@ -18,6 +19,7 @@ namespace {
 constexpr std::string_view help = R"(usage: tapevm inspect FILE
        tapevm inspect FILE --glsl MODE [--precision f32|f64]
        tapevm inspect FILE --plan [--mode MODE] [--precision f32|f64] [--compile] [--device D]
+       tapevm inspect FILE --sparsity
 
 Prints the counts of the .tape file FILE (inputs, parameters, outputs, instructions,
 constants, guards) and its instructions, one per line, then its outputs and guards.
@@ -31,6 +33,9 @@ options:
   --compile         with --plan: also compile each kernel on the GPU device and print what
                     it took (generating the GLSL, glslang, the driver's pipeline) and whether
                     the SPIR-V came from the cache
+  --sparsity        print instead the Jacobian's structural sparsity pattern (one line per
+                    output: its input columns) and the column colouring's size, what
+                    `tapevm eval --mode sparse_jacobian` evaluates
   --mode MODE       with --plan: that mode only (e.g. to time one kernel of a large tape)
   --device D        the device for --compile (index or name substring)
   --precision NAME  f32 (default) or f64
@@ -38,7 +43,7 @@ options:
 
 constexpr OptionSpec options[] = {{"--glsl", true},      {"--plan", false},  {"--compile", false},
                                   {"--precision", true}, {"--device", true}, {"--mode", true},
-                                  {"--help", false}};
+                                  {"--sparsity", false}, {"--help", false}};
 
 constexpr std::string_view modes[] = {"forward", "gradient", "jacobian",          "jvp",
                                       "vjp",     "hvp",      "value_and_gradient"};
@@ -101,6 +106,21 @@ void print_compiled_plans(const Tape& tape, std::span<const std::string_view> ch
     }
 }
 
+// The Jacobian's pattern, a line per output ("output 3: 2 3 4"), then its size and colours.
+void print_sparsity(const Tape& tape, std::ostream& out) {
+    const SparseJacobianPlan plan = plan_sparse_jacobian(tape);
+    const SparsityPattern& pattern = plan.pattern;
+    for (std::size_t row = 0; row < pattern.rows; ++row) {
+        out << "output " << row << ":";
+        for (std::size_t k = pattern.row_starts[row]; k < pattern.row_starts[row + 1]; ++k)
+            out << ' ' << pattern.columns[k];
+        out << '\n';
+    }
+    out << "sparse Jacobian: " << pattern.rows << " x " << pattern.cols << ", " << pattern.nonzeros()
+        << " structural nonzeros, " << plan.colouring.colours << " colours (jvps per point, instead of "
+        << pattern.cols << ")\n";
+}
+
 // Throws UsageError unless `mode` is a mode the tape has.
 void check_mode(const Tape& tape, std::string_view mode) {
     bool known = false;
@@ -129,7 +149,13 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         throw UsageError("inspect: give --glsl or --plan, not both");
     if (arguments.has("--mode") && !arguments.has("--plan"))
         throw UsageError("inspect: --mode needs --plan (--glsl takes its mode itself)");
+    if (arguments.has("--sparsity") && (arguments.has("--glsl") || arguments.has("--plan")))
+        throw UsageError("inspect: give --sparsity alone");
     const Tape tape = read_tape_file(arguments.positional().front());
+    if (arguments.has("--sparsity")) {
+        print_sparsity(tape, out);
+        return 0;
+    }
     if (const auto mode = arguments.value("--glsl")) {
         check_mode(tape, *mode);
         out << gpu::generated_glsl(tape, *mode, double_precision);

@@ -53,4 +53,24 @@ Tape example_tape(std::string_view name) {
     return tape;
 }
 
+Tape bratu_tape(std::size_t unknowns) {
+    if (unknowns == 0) throw Error("bratu_tape: needs at least one unknown");
+    const std::vector<double> at(unknowns, 0.1);
+    const std::vector<double> lambda = {1.0};
+    return record(std::span<const double>(at), std::span<const double>(lambda),
+                  [unknowns](std::span<const Var> x, std::span<const Var> p) {
+                      const double n1 = static_cast<double>(unknowns + 1);
+                      const double h2 = 1.0 / (n1 * n1);
+                      std::vector<Var> r;
+                      r.reserve(unknowns);
+                      for (std::size_t i = 0; i < unknowns; ++i) {
+                          Var ri = -2.0 * x[i] + h2 * p[0] * exp(x[i]);
+                          if (i > 0) ri = ri + x[i - 1];
+                          if (i + 1 < unknowns) ri = ri + x[i + 1];
+                          r.push_back(ri);
+                      }
+                      return r;
+                  });
+}
+
 }  // namespace tapevm::examples

@@ -227,7 +227,9 @@ def header_op(table):
         "/// and b, Exp: the result), so a backend knows which values the reverse sweep needs;",
         "/// and how many math-library functions (exp, sin, pow, ...: not sqrt, abs, rounding or",
         "/// select) its value and its partials call, which is what a compiled kernel's size grows",
-        "/// with beyond its statements.",
+        "/// with beyond its statements. zero_partials: bit k when the partial by operand k is",
+        "/// identically zero (comparisons, step functions, Select's condition), so that operand",
+        "/// adds nothing to a derivative's sparsity pattern.",
         "struct OpInfo {",
         "    std::string_view name;",
         "    std::string_view text;",
@@ -236,6 +238,7 @@ def header_op(table):
         "    std::uint32_t partial_reads;",
         "    std::uint32_t value_calls;",
         "    std::uint32_t partial_calls;",
+        "    std::uint32_t zero_partials;",
         "};",
         "",
         "inline constexpr std::array<OpInfo, op_count> op_infos = {{",
@@ -244,7 +247,7 @@ def header_op(table):
         bits = " | ".join(f"op_flag::{flag}" for flag in sorted(op["flags"])) or "0"
         calls = library_calls(op)
         lines.append(f"    {{\"{op['name']}\", \"{op['text']}\", {op['arity']}, {bits}, {partial_reads(op)}, "
-                     f"{calls[0]}, {calls[1]}}},")
+                     f"{calls[0]}, {calls[1]}, {zero_partials(op)}}},")
     lines += [
         "}};",
         "",
@@ -338,6 +341,11 @@ def library_calls(op):
                    and node.func.id in LIBRARY_CALLS)
     value = [op["value"]] if op["value"] else []
     return count(value), count(list(op["partials"]) + [source for _, source in op["lets"]])
+
+
+def zero_partials(op):
+    """Bit k when the partial by operand k is identically zero."""
+    return sum(1 << k for k, p in enumerate(op["partials"]) if p.strip() == "0")
 
 
 def partial_reads(op):

@@ -167,4 +167,11 @@ std::span<const ExampleInfo> example_list();
 /// Throws tapevm::Error for an unknown name.
 Tape example_tape(std::string_view name);
 
+/// The 1-D Bratu residual on `unknowns` points of (0, 1), lambda as parameter 0:
+/// r_i = x_{i-1} - 2 x_i + x_{i+1} + h^2 lambda exp(x_i), h = 1 / (unknowns + 1), x_{-1} =
+/// x_unknowns = 0. R^n -> R^n with a tridiagonal Jacobian: the sparse Jacobians' workload
+/// (tapevm/sparse.hpp; three colours whatever n). Not optimised (one Mul by h^2 and lambda
+/// per row stays). Throws tapevm::Error for 0 unknowns.
+Tape bratu_tape(std::size_t unknowns);
+
 }  // namespace tapevm::examples

@@ -10,6 +10,7 @@
 #include "tapevm/op.hpp"
 #include "tapevm/optimize.hpp"
 #include "tapevm/reference.hpp"
+#include "tapevm/sparse.hpp"
 #include "tapevm/tape.hpp"
 #include "tapevm/tape_file.hpp"
 #include "tapevm/var.hpp"
