@@ -24,6 +24,7 @@
 #include "tapevm/examples.hpp"
 #include "tapevm/hessian.hpp"
 #include "tapevm/sparse.hpp"
+#include "tapevm/sparse_hessian.hpp"
 #include "tapevm/reference.hpp"
 #include "tapevm/tape_file.hpp"
 #include "tapevm/var.hpp"
@@ -285,7 +286,29 @@ TEST_CASE("eval --mode sparse_jacobian prints the nonzeros in CSR order; inspect
     CHECK(pattern.status == 0);
     CHECK(pattern.out.find("output 0:") == 0);
     CHECK(pattern.out.find("\noutput 1:") != std::string::npos);
+    CHECK(pattern.out.find("\nsparse Hessian: 15 x 15, ") != std::string::npos);
     CHECK(run_cli({"inspect", tape_path, "--sparsity", "--plan"}).status != 0);
+    // ba has two outputs: sparse_hessian, like hessian, needs one.
+    const CliResult two = run_cli({"eval", tape_path, "--inputs", inputs_path, "--mode", "sparse_hessian"});
+    CHECK(two.status != 0);
+    CHECK(two.err.find("mode sparse_hessian needs a tape with 1 output") != std::string::npos);
+}
+
+TEST_CASE("eval --mode sparse_hessian prints the Hessian's nonzeros in CSR order") {
+    const TempDir directory;
+    const std::string tape_path = write_example(directory, "rosenbrock16");
+    const Tape tape = tapevm::examples::example_tape("rosenbrock16");
+    constexpr std::size_t points = 4;
+    const std::vector<double> inputs = random_points(points, 16, 5);
+    const std::string inputs_path = directory.write("x.csv", to_csv(inputs, 16));
+    const tapevm::SparseHessianPlan plan = tapevm::plan_sparse_hessian(tape);
+    const auto want =
+        tapevm::sparse_hessian(tapevm::reference::Vm(tape), Batch<double>{points, inputs, {}}, plan);
+    const CliResult sparse =
+        run_cli({"eval", tape_path, "--inputs", inputs_path, "--mode", "sparse_hessian"});
+    CHECK(sparse.status == 0);
+    check_rows(sparse.out, want.values, plan.pattern.nonzeros());
+    CHECK(sparse.err.find("sparse Hessian: 16 x 16, 46 structural nonzeros, 3 colours") != std::string::npos);
 }
 #endif
 

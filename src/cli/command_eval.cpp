@@ -10,12 +10,14 @@
 #include "files.hpp"
 #include "tapevm/hessian.hpp"
 #include "tapevm/sparse.hpp"
+#include "tapevm/sparse_hessian.hpp"
 
 namespace tapevm::cli {
 namespace {
 
 constexpr std::string_view help =
-    R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian|hessian|sparse_jacobian
+    R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian|hessian|sparse_jacobian|
+                   sparse_hessian
                    [--params P.csv] [--backend reference|cpu|gpu|compiled] [--precision f64|f32]
                    [--threads N]
 
@@ -25,14 +27,16 @@ the single output (gradient), the Jacobian, row-major (jacobian) or the Hessian 
 output, row-major and symmetric (hessian: one Hessian-vector product per input), or the
 Jacobian's structural nonzeros in CSR order (sparse_jacobian: one Jacobian-vector product per
 colour of a ColPack column colouring; stderr says the pattern's size and colours, and
-`tapevm inspect FILE --sparsity` prints the pattern). f64 results are printed
+`tapevm inspect FILE --sparsity` prints the pattern), or the Hessian's structural nonzeros of
+the single output in CSR order (sparse_hessian: one Hessian-vector product per colour of a
+star colouring). f64 results are printed
 as %.17g, f32 results as %.9g. Points whose recorded branches do not hold are named in a
 warning on stderr; their results follow the recorded branch.
 
 options:
   --inputs X.csv     the points, one per line
-  --mode MODE        forward, gradient or hessian (tapes with one output), jacobian or
-                     sparse_jacobian
+  --mode MODE        forward, gradient, hessian or sparse_hessian (tapes with one output),
+                     jacobian or sparse_jacobian
   --params P.csv     the tape's parameters: one line per point, or one line for all points
   --backend NAME     reference (default), cpu (the SIMD CPU VM), gpu (the GPU interpreter)
                      or compiled (the GPU VM running kernels compiled from the tape)
@@ -44,7 +48,7 @@ constexpr OptionSpec options[] = {{"--inputs", true},  {"--mode", true},      {"
                                   {"--backend", true}, {"--precision", true}, {"--threads", true},
                                   {"--help", false}};
 
-enum class Mode { forward, gradient, jacobian, hessian, sparse_jacobian };
+enum class Mode { forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian };
 
 Mode parse_mode(std::string_view name) {
     if (name == "forward") return Mode::forward;
@@ -52,8 +56,9 @@ Mode parse_mode(std::string_view name) {
     if (name == "jacobian") return Mode::jacobian;
     if (name == "hessian") return Mode::hessian;
     if (name == "sparse_jacobian") return Mode::sparse_jacobian;
+    if (name == "sparse_hessian") return Mode::sparse_hessian;
     throw UsageError("unknown mode '" + std::string(name) +
-                     "' (known: forward, gradient, jacobian, hessian, sparse_jacobian)");
+                     "' (known: forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian)");
 }
 
 // What eval was asked to do, checked before anything is read.
@@ -67,13 +72,15 @@ struct Request {
     BackendOptions backend_options;
 };
 
-std::size_t result_width(const Tape& tape, Mode mode, const SparseJacobianPlan& plan) {
+std::size_t result_width(const Tape& tape, Mode mode, const SparseJacobianPlan& plan,
+                         const SparseHessianPlan& hessian_plan) {
     switch (mode) {
         case Mode::forward: return tape.output_count();
         case Mode::gradient: return tape.input_count();
         case Mode::jacobian: return std::size_t{tape.output_count()} * tape.input_count();
         case Mode::hessian: return std::size_t{tape.input_count()} * tape.input_count();
         case Mode::sparse_jacobian: return plan.pattern.nonzeros();
+        case Mode::sparse_hessian: return hessian_plan.pattern.nonzeros();
     }
     return 0;
 }
@@ -134,7 +141,14 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
             << plan.pattern.nonzeros() << " structural nonzeros, " << plan.colouring.colours
             << " colours (jvps per point, instead of " << plan.pattern.cols << ")\n";
     }
-    const std::size_t width = result_width(tape, request.mode, plan);
+    SparseHessianPlan hessian_plan;
+    if (request.mode == Mode::sparse_hessian) {
+        hessian_plan = plan_sparse_hessian(tape);
+        err << "sparse Hessian: " << hessian_plan.pattern.rows << " x " << hessian_plan.pattern.cols << ", "
+            << hessian_plan.pattern.nonzeros() << " structural nonzeros, " << hessian_plan.colouring.colours
+            << " colours (hvps per point, instead of " << hessian_plan.pattern.cols << ")\n";
+    }
+    const std::size_t width = result_width(tape, request.mode, plan, hessian_plan);
     std::vector<Real> results(points * width);
     const std::unique_ptr<Evaluator> vm = make_evaluator(request.backend, tape, request.backend_options);
     Report report;
@@ -147,6 +161,10 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
             break;
         case Mode::sparse_jacobian:
             report = sparse_jacobian(*vm, batch, plan, std::span<Real>(results));
+            break;
+        case Mode::sparse_hessian:
+            report =
+                sparse_hessian(*vm, batch, std::span<const Real>(), hessian_plan, std::span<Real>(results));
             break;
     }
 
@@ -167,8 +185,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     Request request;
     request.tape_path = arguments.positional().front();
     request.inputs_path = arguments.required("--inputs", "X.csv (the points, one per line)");
-    request.mode =
-        parse_mode(arguments.required("--mode", "forward, gradient, jacobian, hessian or sparse_jacobian"));
+    request.mode = parse_mode(arguments.required(
+        "--mode", "forward, gradient, jacobian, hessian, sparse_jacobian or sparse_hessian"));
     request.params_path = arguments.value("--params");
     request.backend = parse_backend(arguments.value("--backend").value_or("reference"));
     request.precision = parse_precision(arguments.value("--precision").value_or("f64"));
@@ -177,8 +195,13 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     }
 
     const Tape tape = read_tape_file(request.tape_path);
-    if ((request.mode == Mode::gradient || request.mode == Mode::hessian) && tape.output_count() != 1) {
-        throw UsageError(std::string("mode ") + (request.mode == Mode::gradient ? "gradient" : "hessian") +
+    if ((request.mode == Mode::gradient || request.mode == Mode::hessian ||
+         request.mode == Mode::sparse_hessian) &&
+        tape.output_count() != 1) {
+        throw UsageError(std::string("mode ") +
+                         (request.mode == Mode::gradient  ? "gradient"
+                          : request.mode == Mode::hessian ? "hessian"
+                                                          : "sparse_hessian") +
                          " needs a tape with 1 output; " + std::string(request.tape_path) + " has " +
                          std::to_string(tape.output_count()) + " (use --mode jacobian)");
     }

@@ -12,6 +12,7 @@
 #include "files.hpp"
 #include "tapevm/gpu.hpp"
 #include "tapevm/sparse.hpp"
+#include "tapevm/sparse_hessian.hpp"
 
 namespace tapevm::cli {
 namespace {
@@ -35,7 +36,8 @@ options:
                     the SPIR-V came from the cache
   --sparsity        print instead the Jacobian's structural sparsity pattern (one line per
                     output: its input columns) and the column colouring's size, what
-                    `tapevm eval --mode sparse_jacobian` evaluates
+                    `tapevm eval --mode sparse_jacobian` evaluates, then the same line for the
+                    Hessian of the weighted outputs (sparse_hessian: star colouring)
   --mode MODE       with --plan: that mode only (e.g. to time one kernel of a large tape)
   --device D        the device for --compile (index or name substring)
   --precision NAME  f32 (default) or f64
@@ -119,6 +121,10 @@ void print_sparsity(const Tape& tape, std::ostream& out) {
     out << "sparse Jacobian: " << pattern.rows << " x " << pattern.cols << ", " << pattern.nonzeros()
         << " structural nonzeros, " << plan.colouring.colours << " colours (jvps per point, instead of "
         << pattern.cols << ")\n";
+    const SparseHessianPlan hessian = plan_sparse_hessian(tape);
+    out << "sparse Hessian: " << hessian.pattern.rows << " x " << hessian.pattern.cols << ", "
+        << hessian.pattern.nonzeros() << " structural nonzeros, " << hessian.colouring.colours
+        << " colours (hvps per point, instead of " << hessian.pattern.cols << ")\n";
 }
 
 // Throws UsageError unless `mode` is a mode the tape has.

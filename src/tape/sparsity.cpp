@@ -6,25 +6,15 @@
 #include <utility>
 #include <vector>
 
+#include "detail/index_sets.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/sparse.hpp"
 
 namespace tapevm {
 
-namespace {
-
-using IndexSet = std::vector<std::uint32_t>;  // sorted, unique input indices
-
-// Operand k of `ins` (k < arity), or none when its partial is identically zero.
-bool contributes(const Instruction& ins, std::uint32_t k) {
-    return (op_infos[static_cast<std::size_t>(ins.op)].zero_partials >> k & 1u) == 0;
-}
-
-std::uint32_t operand(const Instruction& ins, std::uint32_t k) {
-    return k == 0 ? ins.a : k == 1 ? ins.b : ins.c;
-}
-
-}  // namespace
+using detail::contributes;
+using detail::IndexSet;
+using detail::operand;
 
 bool SparsityPattern::contains(std::size_t row, std::size_t col) const {
     if (row >= rows) return false;
@@ -33,7 +23,10 @@ bool SparsityPattern::contains(std::size_t row, std::size_t col) const {
     return std::binary_search(first, last, static_cast<std::uint32_t>(col));
 }
 
-SparsityPattern jacobian_sparsity(const Tape& tape) {
+namespace detail {
+
+std::vector<IndexSet> propagate_index_sets(
+    const Tape& tape, const std::function<void(std::size_t, const std::vector<IndexSet>&)>& visit) {
     const auto instructions = tape.instructions();
     const std::size_t slots = instructions.size();
     // The last instruction that reads each slot (outputs read at the end), so a slot's set
@@ -53,6 +46,7 @@ SparsityPattern jacobian_sparsity(const Tape& tape) {
     for (std::size_t i = 0; i < slots; ++i) {
         const Instruction& ins = instructions[i];
         const OpInfo& info = op_infos[static_cast<std::size_t>(ins.op)];
+        if (visit && info.arity > 0) visit(i, sets);
         if (ins.op == Op::Input) {
             sets[i] = {ins.a};
         } else {
@@ -85,12 +79,22 @@ SparsityPattern jacobian_sparsity(const Tape& tape) {
         if (last_use[i] == i) IndexSet().swap(sets[i]);
     }
 
+    std::vector<IndexSet> outputs;
+    outputs.reserve(tape.output_count());
+    for (const std::uint32_t slot : tape.outputs()) outputs.push_back(sets[slot]);
+    return outputs;
+}
+
+}  // namespace detail
+
+SparsityPattern jacobian_sparsity(const Tape& tape) {
+    const std::vector<IndexSet> rows = detail::propagate_index_sets(tape);
     SparsityPattern pattern;
     pattern.rows = tape.output_count();
     pattern.cols = tape.input_count();
     pattern.row_starts.reserve(pattern.rows + 1);
-    for (const std::uint32_t slot : tape.outputs()) {
-        pattern.columns.insert(pattern.columns.end(), sets[slot].begin(), sets[slot].end());
+    for (const IndexSet& row : rows) {
+        pattern.columns.insert(pattern.columns.end(), row.begin(), row.end());
         pattern.row_starts.push_back(pattern.columns.size());
     }
     return pattern;

@@ -11,6 +11,7 @@
 #include "tapevm/optimize.hpp"
 #include "tapevm/reference.hpp"
 #include "tapevm/sparse.hpp"
+#include "tapevm/sparse_hessian.hpp"
 #include "tapevm/tape.hpp"
 #include "tapevm/tape_file.hpp"
 #include "tapevm/var.hpp"
