@@ -276,6 +276,10 @@ std::function<void(std::span<std::byte>)> Stream::read_later(const std::shared_p
     batch.commands.copyBuffer(src->buffer.buffer(), staging->buffer.buffer(),
                               vk::BufferCopy(offset, 0, bytes));
     batch.keep_alive.push_back(src);
+    // The batch keeps the staging buffer too: a PendingHostCopy dropped before its copy ran
+    // frees the lambda below, and with it (before this) the buffer the device was still
+    // writing (lavapipe's queue thread crashed there, tests/nn/gpu's to_host_later case).
+    batch.keep_alive.push_back(staging);
     after_command(batch, download_name);
     submit();
     const std::uint64_t number = submitted_;
