@@ -17,8 +17,8 @@
 #                 against it through pkg-config and run
 #   4. subproject tests/consumer_subproject built with tapevm as a Meson subproject and run
 #   5. fuzz       build-fuzz/ with clang++ 14 and -Dfuzz=true (libFuzzer + ASan + UBSan), then
-#                 each target of fuzz/ for FUZZ_SECONDS over its seed corpus and its regression
-#                 inputs (tests/fuzz_regressions/): a crash fails it (fuzz/README.md)
+#                 each target of fuzz/ for FUZZ_SECONDS (two at a time) over its seed corpus and
+#                 its regression inputs (tests/fuzz_regressions/): a crash fails it (fuzz/README.md)
 #   6. CPU only   build-cpu/ with g++ and the optional parts off (-Dgpu=disabled -Dnn=disabled
 #                 -Dbench=disabled: what a machine with only a compiler, Meson, doctest and
 #                 xsimd builds): the libraries, tapevm and a few suites (CPU_ONLY_TESTS: the
@@ -57,7 +57,7 @@ readonly BUILD_CPU=$ROOT/build-cpu
 readonly PACKAGES=(meson ninja-build g++ pkg-config cmake python3 libvulkan-dev glslang-dev glslang-tools
                    doctest-dev libxsimd-dev spirv-tools mesa-vulkan-drivers vulkan-validationlayers
                    vulkan-tools libadolc-dev libopenblas-dev nlohmann-json3-dev python3-matplotlib
-                   libxxhash-dev libceres-dev libcolpack-dev)
+                   libxxhash-dev libceres-dev libcolpack-dev ccache)
 # What the sanitizer build needs on top: clang 14 and its sanitizer run-time libraries.
 readonly SANITIZER_PACKAGES=(clang-14 libclang-rt-14-dev)
 # What the fuzz step needs on top: LLVM's libFuzzer (clang's -fsanitize=fuzzer links the
@@ -85,7 +85,13 @@ machine_isas() {
 MACHINE_ISAS=$(machine_isas)
 readonly MACHINE_ISAS
 
-readonly RELEASE_CXX=g++
+# g++ through ccache, its cache in .ccache/ of this checkout: the CPU-only build (step 6)
+# compiles the CPU VM's kernel units with exactly the release build's commands (Meson's are
+# relative to the build folder, and the cache ignores which folder), so they come from the
+# cache instead of costing minutes each; a second `./dev.sh test` reuses everything unchanged.
+readonly RELEASE_CXX="ccache g++"
+export CCACHE_DIR=${CCACHE_DIR:-$ROOT/.ccache} CCACHE_BASEDIR=$ROOT CCACHE_NOHASHDIR=true
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-4G}
 readonly RELEASE_MESON_ARGS=(--buildtype=release -Dwerror=true -Dtests=true)
 readonly SANITIZER_CXX=clang++-14
 # -O2 with line tables only (what ASan's reports need; clang's last -g option wins): full
@@ -289,8 +295,9 @@ check_subproject() {
     cp -a "$ROOT/tests/consumer_subproject" "$work/source"
     ln -s "$ROOT" "$work/source/subprojects/tapevm"
     # The check is the subproject mechanism, not the kernels (step 1 builds and tests all of
-    # them): the CPU VM's kernels for sse2 only, one kernel unit instead of two (about a minute).
-    setup_build "$work/build" "$RELEASE_CXX" "$work/source" --buildtype=release --force-fallback-for=tapevm \
+    # them): the CPU VM's kernels for sse2 only, and no optimization (the kernel unit compiles
+    # in a fraction of -O3's time; the consumer evaluates one small tape).
+    setup_build "$work/build" "$RELEASE_CXX" "$work/source" --buildtype=plain --force-fallback-for=tapevm \
         "-Dtapevm:cpu_isas=sse2"
     meson compile -C "$work/build" consumer
     "$work/build/consumer"
@@ -337,6 +344,39 @@ count_step() {
         failed=$((failed + 1))
         report+=("$name: FAILED ($step_seconds s)")
     fi
+}
+
+# count_steps_in_parallel FUNCTION ARG...: FUNCTION ARG for each ARG at once, each one check
+# named by `FUNCTION ARG --name`; their output is printed after all end, one after another.
+count_steps_in_parallel() {
+    local function=$1 arg i start=$SECONDS
+    shift
+    local logs=() pids=() statuses=()
+    for arg in "$@"; do
+        logs+=("$(mktemp)")
+        ( set -e; "$function" "$arg" ) >"${logs[-1]}" 2>&1 &
+        pids+=($!)
+    done
+    for i in "${!pids[@]}"; do
+        set +e
+        wait "${pids[i]}"
+        statuses+=($?)
+        set -e
+    done
+    for i in "${!pids[@]}"; do
+        arg=${*:i+1:1}
+        log "$("$function" "$arg" --name)"
+        cat "${logs[i]}"
+        rm -f "${logs[i]}"
+        if ((statuses[i] == 0)); then
+            passed=$((passed + 1))
+            report+=("$("$function" "$arg" --name): passed ($((SECONDS - start)) s, in parallel)")
+        else
+            failed=$((failed + 1))
+            report+=("$("$function" "$arg" --name): FAILED ($((SECONDS - start)) s, in parallel)")
+            printf 'dev.sh: %s failed (exit status %d)\n' "$("$function" "$arg" --name)" "${statuses[i]}" >&2
+        fi
+    done
 }
 
 # build_step NAME COMMAND...: a build. One failure when it fails; callers test step_status
@@ -392,6 +432,16 @@ test_step() {
     if [[ -n $which ]]; then report+=("  failed: $which"); fi
 }
 
+# fuzz_step TARGET [--name]: runs fuzz target TARGET for FUZZ_SECONDS from its seeds, or
+# prints the step's name.
+fuzz_step() {
+    if [[ ${2:-} == --name ]]; then
+        printf 'fuzz %s (%d s, fuzz/corpus/%s)' "$1" "$FUZZ_SECONDS" "$1"
+        return 0
+    fi
+    "$ROOT/fuzz/run.sh" "$BUILD_FUZZ" "$1" "$FUZZ_SECONDS" --fresh
+}
+
 cmd_test() {
     ensure_packages "${PACKAGES[@]}" "${SANITIZER_PACKAGES[@]}" "${FUZZ_PACKAGES[@]}" "${FORMAT_PACKAGES[@]}"
     local start=$SECONDS release_built=false
@@ -411,10 +461,10 @@ cmd_test() {
     count_step "subproject (tests/consumer_subproject)" check_subproject
     build_step "fuzz build (clang++ 14, libFuzzer + ASan + UBSan, build-fuzz/)" build_fuzz
     if ((step_status == 0)); then
-        local target
-        for target in "${FUZZ_TARGETS[@]}"; do
-            count_step "fuzz $target ($FUZZ_SECONDS s, fuzz/corpus/$target)" \
-                "$ROOT/fuzz/run.sh" "$BUILD_FUZZ" "$target" "$FUZZ_SECONDS" --fresh
+        # Two targets at a time, one per core (each libFuzzer run is one process).
+        local i
+        for ((i = 0; i < ${#FUZZ_TARGETS[@]}; i += 2)); do
+            count_steps_in_parallel fuzz_step "${FUZZ_TARGETS[@]:i:2}"
         done
     fi
     build_step "CPU-only build (g++, gpu, nn and bench off, build-cpu/)" build_cpu_only
