@@ -1,5 +1,8 @@
 #include "tapevm/evaluator.hpp"
 
+#include <algorithm>
+#include <vector>
+
 #include "tapevm/error.hpp"
 
 namespace tapevm {
@@ -41,6 +44,14 @@ void check_jvp(const Tape& tape, const Batch<Real>& batch, std::span<const Real>
 }
 
 template <class Real>
+void check_jvps(const Tape& tape, const Batch<Real>& batch, std::span<const Real> directions,
+                std::size_t count, std::span<const Real> results) {
+    check_batch(tape, batch, "jvps");
+    check_size("jvps", "directions", count * tape.input_count(), directions.size());
+    check_size("jvps", "results", batch.points * count * tape.output_count(), results.size());
+}
+
+template <class Real>
 void check_vjp(const Tape& tape, const Batch<Real>& batch, std::span<const Real> cotangents,
                std::span<const Real> results) {
     check_batch(tape, batch, "vjp");
@@ -62,11 +73,86 @@ void check_hvp(const Tape& tape, const Batch<Real>& batch, std::span<const Real>
     template void check_gradient(const Tape&, const Batch<Real>&, std::span<const Real>);                   \
     template void check_jacobian(const Tape&, const Batch<Real>&, std::span<const Real>);                   \
     template void check_jvp(const Tape&, const Batch<Real>&, std::span<const Real>, std::span<const Real>); \
+    template void check_jvps(const Tape&, const Batch<Real>&, std::span<const Real>, std::size_t,           \
+                             std::span<const Real>);                                                        \
     template void check_vjp(const Tape&, const Batch<Real>&, std::span<const Real>, std::span<const Real>); \
     template void check_hvp(const Tape&, const Batch<Real>&, std::span<const Real>, std::span<const Real>,  \
                             std::span<const Real>);
 TAPEVM_INSTANTIATE(double)
 TAPEVM_INSTANTIATE(float)
 #undef TAPEVM_INSTANTIATE
+
+namespace {
+
+// About this many values (inputs or outputs) in one expanded call of jvps_by_jvp.
+constexpr std::size_t expanded_values = std::size_t{1} << 24;
+
+// Evaluator::evaluate_jvps: the points x directions as the lanes of jvp calls, point p's
+// direction c in lane p * count + c, so the lanes' results are already in jvps's layout.
+template <class Real>
+Report jvps_by_jvp(const Evaluator& evaluator, const Batch<Real>& batch, std::span<const Real> directions,
+                   std::size_t count, std::span<Real> results) {
+    const Tape& tape = evaluator.tape();
+    const std::size_t n = tape.input_count(), m = tape.output_count(), q = tape.param_count();
+    Report report;
+    if (batch.points == 0 || count == 0) return report;
+    const bool per_point = batch.params_per_point(q);
+    const std::size_t chunk = std::max<std::size_t>(
+        1, std::min(batch.points, expanded_values / std::max<std::size_t>(1, count * std::max(n, m))));
+    std::vector<Real> inputs, params, tangents;
+    for (std::size_t first = 0; first < batch.points; first += chunk) {
+        const std::size_t points = std::min(chunk, batch.points - first);
+        const std::size_t lanes = points * count;
+        inputs.resize(lanes * n);
+        tangents.resize(lanes * n);
+        if (per_point) params.resize(lanes * q);
+        for (std::size_t p = 0; p < points; ++p) {
+            const auto x = batch.inputs.subspan((first + p) * n, n);
+            for (std::size_t c = 0; c < count; ++c) {
+                const std::size_t lane = p * count + c;
+                std::copy(x.begin(), x.end(), inputs.begin() + static_cast<std::ptrdiff_t>(lane * n));
+                std::copy(directions.begin() + static_cast<std::ptrdiff_t>(c * n),
+                          directions.begin() + static_cast<std::ptrdiff_t>((c + 1) * n),
+                          tangents.begin() + static_cast<std::ptrdiff_t>(lane * n));
+                if (per_point) {
+                    const auto own = batch.params_of(first + p, q);
+                    std::copy(own.begin(), own.end(), params.begin() + static_cast<std::ptrdiff_t>(lane * q));
+                }
+            }
+        }
+        // One lane of shared params is ambiguous with per-point ones only when lanes == 1,
+        // where both mean the same.
+        const Batch<Real> expanded{lanes, inputs, per_point ? std::span<const Real>(params) : batch.params};
+        const Report part = evaluator.jvp(expanded, std::span<const Real>(tangents),
+                                          results.subspan(first * count * m, lanes * m));
+        for (const std::size_t lane : part.diverged) report.diverged.push_back(first + lane / count);
+    }
+    report.diverged.erase(std::unique(report.diverged.begin(), report.diverged.end()), report.diverged.end());
+    return report;
+}
+
+}  // namespace
+
+Report Evaluator::jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
+                       std::span<double> results) const {
+    check_jvps<double>(tape(), batch, directions, count, results);
+    return evaluate_jvps(batch, directions, count, results);
+}
+
+Report Evaluator::jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
+                       std::span<float> results) const {
+    check_jvps<float>(tape(), batch, directions, count, results);
+    return evaluate_jvps(batch, directions, count, results);
+}
+
+Report Evaluator::evaluate_jvps(const Batch<double>& batch, std::span<const double> directions,
+                                std::size_t count, std::span<double> results) const {
+    return jvps_by_jvp(*this, batch, directions, count, results);
+}
+
+Report Evaluator::evaluate_jvps(const Batch<float>& batch, std::span<const float> directions,
+                                std::size_t count, std::span<float> results) const {
+    return jvps_by_jvp(*this, batch, directions, count, results);
+}
 
 }  // namespace tapevm

@@ -101,6 +101,31 @@ Report Vm::jvp_impl(const Batch<Real>& batch, std::span<const Real> tangents, st
 }
 
 template <class Real>
+Report Vm::jvps_impl(const Batch<Real>& batch, std::span<const Real> directions, std::size_t count,
+                     std::span<Real> results) const {
+    const std::size_t n = tape_.input_count();
+    const std::size_t m = tape_.output_count();
+    std::vector<Real> work(tape_.slot_count());
+    return for_each_point(tape_, batch, [&](std::size_t point, std::span<const Real> values) {
+        for (std::size_t c = 0; c < count; ++c) {
+            Sweeps<ScalarMath<Real>, Real>::tangent(tape_, values, directions.subspan(c * n, n), work);
+            for (std::size_t k = 0; k < m; ++k)
+                results[(point * count + c) * m + k] = work[tape_.outputs()[k]];
+        }
+    });
+}
+
+Report Vm::evaluate_jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
+                         std::span<double> results) const {
+    return jvps_impl(batch, directions, count, results);
+}
+
+Report Vm::evaluate_jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
+                         std::span<float> results) const {
+    return jvps_impl(batch, directions, count, results);
+}
+
+template <class Real>
 Report Vm::vjp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
                     std::span<Real> results) const {
     const std::size_t n = tape_.input_count();

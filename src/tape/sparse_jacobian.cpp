@@ -1,5 +1,5 @@
-// Compressed Jacobian evaluation: one jvp per colour, the colours as extra points of one
-// batched call (tapevm/sparse.hpp).
+// Compressed Jacobian evaluation: one jvp per colour, all colours of a point in one call of
+// Evaluator::jvps (tapevm/sparse.hpp).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -11,7 +11,7 @@ namespace tapevm {
 
 namespace {
 
-// About this many values (inputs or outputs) in one expanded call.
+// About this many results in one call of jvps.
 constexpr std::size_t expanded_values = std::size_t{1} << 24;
 
 void check_plan(const Tape& tape, const SparseJacobianPlan& plan) {
@@ -61,37 +61,19 @@ Report sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch, con
     std::vector<std::uint32_t> nonzero_colour(nnz);
     for (std::size_t k = 0; k < nnz; ++k) nonzero_colour[k] = plan.colouring.colour[pattern.columns[k]];
 
-    const bool per_point = batch.params_per_point(q);
+    // Each point's compressed Jacobian [colours][m] from jvps, a chunk of points at a time.
     const std::size_t chunk = std::max<std::size_t>(
-        1, std::min(batch.points, expanded_values / std::max<std::size_t>(1, colours * std::max(n, m))));
-    std::vector<Real> inputs, params, tangents, results;
+        1, std::min(batch.points, expanded_values / std::max<std::size_t>(1, colours * m)));
+    std::vector<Real> results;
     for (std::size_t first = 0; first < batch.points; first += chunk) {
         const std::size_t points = std::min(chunk, batch.points - first);
-        const std::size_t lanes = points * colours;
-        inputs.resize(lanes * n);
-        tangents.resize(lanes * n);
-        results.resize(lanes * m);
-        if (per_point) params.resize(lanes * q);
-        for (std::size_t p = 0; p < points; ++p) {
-            const auto x = batch.inputs.subspan((first + p) * n, n);
-            for (std::size_t c = 0; c < colours; ++c) {
-                const std::size_t lane = p * colours + c;
-                std::copy(x.begin(), x.end(), inputs.begin() + static_cast<std::ptrdiff_t>(lane * n));
-                std::copy(seeds.begin() + static_cast<std::ptrdiff_t>(c * n),
-                          seeds.begin() + static_cast<std::ptrdiff_t>((c + 1) * n),
-                          tangents.begin() + static_cast<std::ptrdiff_t>(lane * n));
-                if (per_point) {
-                    const auto own = batch.params_of(first + p, q);
-                    std::copy(own.begin(), own.end(), params.begin() + static_cast<std::ptrdiff_t>(lane * q));
-                }
-            }
-        }
-        // One lane of shared params is ambiguous with per-point ones only when lanes == 1,
-        // where both mean the same.
-        const Batch<Real> expanded{lanes, inputs, per_point ? std::span<const Real>(params) : batch.params};
-        const Report part =
-            evaluator.jvp(expanded, std::span<const Real>(tangents), std::span<Real>(results));
-        for (const std::size_t lane : part.diverged) report.diverged.push_back(first + lane / colours);
+        results.resize(points * colours * m);
+        const Batch<Real> part{
+            points, batch.inputs.subspan(first * n, points * n),
+            batch.params_per_point(q) ? batch.params.subspan(first * q, points * q) : batch.params};
+        const Report part_report =
+            evaluator.jvps(part, std::span<const Real>(seeds), colours, std::span<Real>(results));
+        for (const std::size_t point : part_report.diverged) report.diverged.push_back(first + point);
         for (std::size_t p = 0; p < points; ++p) {
             Real* out = values.data() + (first + p) * nnz;
             for (std::size_t row = 0; row < m; ++row) {
@@ -100,8 +82,6 @@ Report sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch, con
             }
         }
     }
-    std::sort(report.diverged.begin(), report.diverged.end());
-    report.diverged.erase(std::unique(report.diverged.begin(), report.diverged.end()), report.diverged.end());
     return report;
 }
 

@@ -27,6 +27,7 @@
 #include "background.hpp"
 #include "detail/dual.hpp"
 #include "detail/op_formulas.hpp"
+#include "point_program.hpp"
 #include "program_sweeps.hpp"
 #include "request.hpp"
 #include "simd_math.hpp"
@@ -682,7 +683,93 @@ template <class Arch, class Real> struct Kernel {
         });
     }
 
-    static KernelSet<Real> kernels() { return {width, &run_block, &finish}; }
+    /// KernelSet::point_directions. The part's entries in order: a value per instruction from
+    /// broadcast operands with the formulas of evaluate() (lane 0 kept), and for each tangent
+    /// step the sum tangent_sweep() forms, over the directions in the lanes.
+    static bool point_directions(const Tape& tape, const PointPart& part, const Real* inputs,
+                                 const Real* params, const Real* directions, std::size_t count, Real* results,
+                                 Real* scratch) {
+        const auto instructions = tape.instructions();
+        const auto constants = tape.constants();
+        const std::size_t n = tape.input_count();
+        const std::size_t m = tape.output_count();
+        const std::size_t stride = (count + width - 1) / width * width;
+        Real* const values = scratch;
+        Real* const tangents = scratch + (std::size_t{part.rows} + width - 1) / width * width;
+        for (const PointEntry& entry : part.entries) {
+            const Instruction ins = instructions[entry.slot];
+            Real* const out = tangents + std::size_t{entry.row} * stride;
+            switch (ins.op) {
+                case Op::Input:
+                    values[entry.row] = inputs[ins.a];
+                    for (std::size_t c = 0; c < stride; ++c)
+                        out[c] = c < count ? directions[c * n + ins.a] : Real(0);
+                    continue;
+                case Op::Param: values[entry.row] = params[ins.a]; continue;
+                case Op::Const: values[entry.row] = static_cast<Real>(constants[ins.a]); continue;
+                default: break;
+            }
+            tapevm::detail::visit_op(
+                ins.op, [&](auto tag) __attribute__((noinline)) {
+                    constexpr Op op = decltype(tag)::value;
+                    if constexpr (!has_flag(op, op_flag::leaf)) {
+                        using F = SimdFormula<op>;
+                        V x[F::arity == 0 ? 1 : F::arity];
+                        for (std::uint32_t k = 0; k < F::arity; ++k) x[k] = V(values[entry.operand_row[k]]);
+                        V r;
+                        if constexpr (F::immediate) {
+                            r = F::template value<M>(x[0], powi_exponent(ins));
+                        } else if constexpr (F::arity == 1) {
+                            r = F::template value<M>(x[0]);
+                        } else if constexpr (F::arity == 2) {
+                            r = F::template value<M>(x[0], x[1]);
+                        } else {
+                            r = F::template value<M>(x[0], x[1], x[2]);
+                        }
+                        values[entry.row] = r.get(0);
+                        if constexpr (F::has_partials) {
+                            if (entry.step == 0) return;
+                            V d[F::arity];
+                            if constexpr (F::immediate) {
+                                F::template partials<M>(x[0], powi_exponent(ins), r, d);
+                            } else if constexpr (F::arity == 1) {
+                                F::template partials<M>(x[0], r, d);
+                            } else if constexpr (F::arity == 2) {
+                                F::template partials<M>(x[0], x[1], r, d);
+                            } else {
+                                F::template partials<M>(x[0], x[1], x[2], r, d);
+                            }
+                            const unsigned active = entry.active;
+                            for (std::size_t c = 0; c < stride; c += width) {
+                                V sum(Real(0));
+                                bool first = true;
+                                for (std::uint32_t k = 0; k < F::arity; ++k) {
+                                    if (!(active & (1u << k))) continue;
+                                    const V t = V::load_aligned(
+                                        tangents + std::size_t{entry.operand_row[k]} * stride + c);
+                                    const V contribution = tapevm::detail::contribution<M>(d[k], t);
+                                    sum = first ? contribution : sum + contribution;
+                                    first = false;
+                                }
+                                sum.store_aligned(out + c);
+                            }
+                        }
+                    }
+                });
+        }
+        for (std::size_t o = 0; o < part.outputs.size(); ++o) {
+            const std::uint32_t k = part.outputs[o];
+            const bool active = part.output_active[o] != 0;
+            const Real* t = tangents + std::size_t{part.output_rows[o]} * stride;
+            for (std::size_t c = 0; c < count; ++c) results[c * m + k] = active ? t[c] : Real(0);
+        }
+        for (std::size_t g = 0; g < part.guard_rows.size(); ++g) {
+            if ((values[part.guard_rows[g]] != Real(0)) != (part.guard_expected[g] != 0)) return false;
+        }
+        return true;
+    }
+
+    static KernelSet<Real> kernels() { return {width, &run_block, &finish, &point_directions}; }
 };
 
 }  // namespace tapevm::cpu::detail

@@ -7,6 +7,8 @@
 namespace tapevm::cpu::detail {
 namespace {
 
+constexpr std::uint32_t none = ~std::uint32_t{0};
+
 /// Formula<op>::unit_partials: bit k set when partial k is identically 1.
 std::uint32_t unit_partials(Op op) {
     return tapevm::detail::visit_op(op, [](auto tag) -> std::uint32_t {
@@ -29,38 +31,6 @@ std::uint32_t partial_reads(Op op) {
             return tapevm::detail::Formula<o>::partial_reads;
         }
     });
-}
-
-/// Rows for intervals of use: `first[i]`..`last[i]` (inclusive, in some sweep's order) of
-/// item i; items with first == none get no row. At each position the rows of the items that
-/// start there are taken before those of the items that end there are given back, so an
-/// item never shares a row with one it is used together with; the most recently given back
-/// row is taken first. Returns the row count; rows[i] is item i's row + `base`.
-constexpr std::uint32_t none = ~std::uint32_t{0};
-
-std::uint32_t assign_rows(const std::vector<std::uint32_t>& first, const std::vector<std::uint32_t>& last,
-                          std::uint32_t positions, std::uint32_t base, std::vector<std::uint32_t>& rows) {
-    std::vector<std::vector<std::uint32_t>> starting(positions + 1);
-    std::vector<std::vector<std::uint32_t>> ending(positions + 1);
-    for (std::uint32_t i = 0; i < first.size(); ++i) {
-        if (first[i] == none) continue;
-        starting[first[i]].push_back(i);
-        ending[last[i]].push_back(i);
-    }
-    std::vector<std::uint32_t> free_rows;
-    std::uint32_t count = 0;
-    for (std::uint32_t position = 0; position <= positions; ++position) {
-        for (const std::uint32_t i : starting[position]) {
-            if (free_rows.empty()) {
-                rows[i] = base + count++;
-            } else {
-                rows[i] = free_rows.back();
-                free_rows.pop_back();
-            }
-        }
-        for (const std::uint32_t i : ending[position]) free_rows.push_back(rows[i]);
-    }
-    return count;
 }
 
 /// Per slot, the indices of the steps (in `steps`) that write its adjoint, ascending, each
@@ -204,6 +174,31 @@ bool has_partials(Op op) {
 }
 
 }  // namespace
+
+std::uint32_t assign_rows(const std::vector<std::uint32_t>& first, const std::vector<std::uint32_t>& last,
+                          std::uint32_t positions, std::uint32_t base, std::vector<std::uint32_t>& rows) {
+    std::vector<std::vector<std::uint32_t>> starting(positions + 1);
+    std::vector<std::vector<std::uint32_t>> ending(positions + 1);
+    for (std::uint32_t i = 0; i < first.size(); ++i) {
+        if (first[i] == none) continue;
+        starting[first[i]].push_back(i);
+        ending[last[i]].push_back(i);
+    }
+    std::vector<std::uint32_t> free_rows;
+    std::uint32_t count = 0;
+    for (std::uint32_t position = 0; position <= positions; ++position) {
+        for (const std::uint32_t i : starting[position]) {
+            if (free_rows.empty()) {
+                rows[i] = base + count++;
+            } else {
+                rows[i] = free_rows.back();
+                free_rows.pop_back();
+            }
+        }
+        for (const std::uint32_t i : ending[position]) free_rows.push_back(rows[i]);
+    }
+    return count;
+}
 
 Plan::Plan(const Tape& tape)
     : inputs(tape.input_count()), params(tape.param_count()), outputs(tape.output_count()),

@@ -88,4 +88,12 @@ struct Plan {
     std::vector<std::uint8_t> adjoint_private;
 };
 
+/// Rows for intervals of use: `first[i]`..`last[i]` (inclusive, in some sweep's order) of
+/// item i; items with first == ~0u get no row. At each position the rows of the items that
+/// start there are taken before those of the items that end there are given back, so an
+/// item never shares a row with one it is used together with; the most recently given back
+/// row is taken first. Returns the row count; rows[i] is item i's row + `base`.
+std::uint32_t assign_rows(const std::vector<std::uint32_t>& first, const std::vector<std::uint32_t>& last,
+                          std::uint32_t positions, std::uint32_t base, std::vector<std::uint32_t>& rows);
+
 }  // namespace tapevm::cpu::detail

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "plan.hpp"
+#include "point_program.hpp"
 #include "program.hpp"
 #include "tapevm/batch.hpp"
 #include "tensor_bindings.hpp"
@@ -115,7 +116,23 @@ template <class Real> struct KernelSet {
     /// After a participant's last block: writes its pending results and orders its
     /// non-temporal stores before the participant reports that it is done.
     void (*finish)(BlockState<Real>& state) = nullptr;
+    /// Evaluator::jvps at one point for one part of the tape (point_program.hpp), the
+    /// directions in the lanes instead of points: each value once, in one lane of broadcast
+    /// vectors (so bit for bit those of run_block), and per tangent step its tangents in every
+    /// direction, ceil(count / width) vectors. directions [count][n]; writes the part's
+    /// outputs of results [count][m]; scratch of point_directions_reals(). Returns false when
+    /// one of the part's guards fails.
+    bool (*point_directions)(const Tape& tape, const PointPart& part, const Real* inputs, const Real* params,
+                             const Real* directions, std::size_t count, Real* results,
+                             Real* scratch) = nullptr;
 };
+
+/// Reals of scratch KernelSet::point_directions needs for `part`: a value per row, then per
+/// row the tangents rounded up to whole vectors of `width`.
+inline std::size_t point_directions_reals(const PointPart& part, std::size_t count, std::size_t width) {
+    const std::size_t rows = (part.rows + width - 1) / width * width;
+    return rows + std::size_t{part.rows} * ((count + width - 1) / width * width);
+}
 
 template <class Real> KernelSet<Real> kernels_sse2();
 template <class Real> KernelSet<Real> kernels_avx2();

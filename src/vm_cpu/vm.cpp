@@ -13,6 +13,7 @@
 
 #include "isa.hpp"
 #include "plan.hpp"
+#include "point_program.hpp"
 #include "request.hpp"
 #include "tapevm/cpu.hpp"
 #include "tapevm/error.hpp"
@@ -106,6 +107,16 @@ struct Engine {
     mutable ThreadPool pool;  // run() is safe from several threads at once
     KernelSet<double> f64;
     KernelSet<float> f32;
+
+    /// point_parts() of the tape in 1 and in `threads` parts, built on first use (jvps).
+    const std::vector<PointPart>& point_program(bool split) const {
+        std::call_once(split ? split_once : whole_once, [&] {
+            (split ? split_parts : whole_parts) = point_parts(tape, plan, split ? threads : 1u);
+        });
+        return split ? split_parts : whole_parts;
+    }
+    mutable std::once_flag whole_once, split_once;
+    mutable std::vector<PointPart> whole_parts, split_parts;
 };
 
 namespace {
@@ -306,6 +317,81 @@ Report Vm::hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
     request.directions = directions.data();
     request.results = results.data();
     return engine_->run(request);
+}
+
+namespace {
+
+/// One call of jvps on the point_directions kernel: participants take (point, part) units
+/// in turn.
+template <class Real> struct DirectionsCall {
+    const detail::Engine* engine;
+    const std::vector<detail::PointPart>* parts;
+    const Batch<Real>* batch;
+    const Real* directions;
+    std::size_t count;
+    Real* results;
+    std::atomic<std::size_t> next_unit{0};
+    std::mutex mutex;
+    std::vector<std::size_t> diverged;
+};
+
+template <class Real> void participate_directions(void* context) {
+    auto& call = *static_cast<DirectionsCall<Real>*>(context);
+    const detail::Engine& engine = *call.engine;
+    const detail::KernelSet<Real>& kernels = engine.kernels<Real>();
+    const std::size_t n = engine.plan.inputs, m = engine.plan.outputs, q = engine.plan.params;
+    const std::vector<detail::PointPart>& parts = *call.parts;
+    std::size_t reals = 0;
+    for (const detail::PointPart& part : parts)
+        reals = std::max(reals, detail::point_directions_reals(part, call.count, kernels.width));
+    detail::Scratch<Real> scratch(reals);
+    std::vector<std::size_t> diverged;
+    const std::size_t units = call.batch->points * parts.size();
+    for (std::size_t unit = call.next_unit.fetch_add(1); unit < units; unit = call.next_unit.fetch_add(1)) {
+        const std::size_t point = unit / parts.size();
+        const bool holds = kernels.point_directions(
+            engine.tape, parts[unit % parts.size()], call.batch->inputs.data() + point * n,
+            call.batch->params_of(point, q).data(), call.directions, call.count,
+            call.results + point * call.count * m, scratch.data);
+        if (!holds) diverged.push_back(point);
+    }
+    if (!diverged.empty()) {
+        const std::lock_guard lock(call.mutex);
+        call.diverged.insert(call.diverged.end(), diverged.begin(), diverged.end());
+    }
+}
+
+}  // namespace
+
+template <class Real>
+Report Vm::jvps_impl(const Batch<Real>& batch, std::span<const Real> directions, std::size_t count,
+                     std::span<Real> results) const {
+    const detail::Engine& engine = *engine_;
+    const std::size_t width = engine.kernels<Real>().width;
+    // Few points: the lanes of run_block would be mostly padding or copies of one point's
+    // values; past a few vectors of points x directions, its blocks use the lanes better.
+    if (batch.points * count > 4 * width) return Evaluator::evaluate_jvps(batch, directions, count, results);
+    Report report;
+    if (batch.points == 0 || count == 0) return report;
+    // Fewer points than threads: each point's tape in parts (by outputs) that run at once.
+    const std::vector<detail::PointPart>& parts = engine.point_program(batch.points < engine.threads);
+    DirectionsCall<Real> call{&engine, &parts, &batch, directions.data(), count, results.data(), {}, {}, {}};
+    const auto participants =
+        static_cast<unsigned>(std::min<std::size_t>(engine.threads, batch.points * parts.size()));
+    engine.pool.run(participants - 1, &participate_directions<Real>, &call);
+    report.diverged = std::move(call.diverged);
+    std::sort(report.diverged.begin(), report.diverged.end());
+    return report;
+}
+
+Report Vm::evaluate_jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
+                         std::span<double> results) const {
+    return jvps_impl(batch, directions, count, results);
+}
+
+Report Vm::evaluate_jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
+                         std::span<float> results) const {
+    return jvps_impl(batch, directions, count, results);
 }
 
 namespace {

@@ -74,6 +74,17 @@ public:
     virtual Report hvp(const Batch<float>& batch, std::span<const float> cotangents,
                        std::span<const float> directions, std::span<float> results) const = 0;
 
+    /// Several Jacobian-vector products per point in directions shared by every point:
+    /// directions [count][n_inputs] -> results [points][count][n_outputs], result c of a point
+    /// being what jvp gives for direction c (the columns of a compressed Jacobian, as
+    /// sparse_jacobian seeds them; JAX's jacfwd over a basis; ADOL-C's fov_forward). Backends
+    /// that can evaluate each point's values once for all its directions do (the reference
+    /// VM; the CPU VM on few points); the others run jvp over points x directions.
+    Report jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
+                std::span<double> results) const;
+    Report jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
+                std::span<float> results) const;
+
     // Returned buffers: the same operations, results allocated here.
     template <class Real> Evaluation<Real> forward(const Batch<Real>& batch) const {
         Evaluation<Real> e{std::vector<Real>(batch.points * tape().output_count()), {}};
@@ -111,6 +122,21 @@ public:
         e.report = hvp(batch, cotangents, directions, std::span<Real>(e.values));
         return e;
     }
+    template <class Real>
+    Evaluation<Real> jvps(const Batch<Real>& batch, std::span<const Real> directions,
+                          std::size_t count) const {
+        Evaluation<Real> e{std::vector<Real>(batch.points * count * tape().output_count()), {}};
+        e.report = jvps(batch, directions, count, std::span<Real>(e.values));
+        return e;
+    }
+
+protected:
+    /// jvps after its shape checks. This one runs jvp over points x directions (in chunks of
+    /// bounded memory); a backend overrides it where it does better.
+    virtual Report evaluate_jvps(const Batch<double>& batch, std::span<const double> directions,
+                                 std::size_t count, std::span<double> results) const;
+    virtual Report evaluate_jvps(const Batch<float>& batch, std::span<const float> directions,
+                                 std::size_t count, std::span<float> results) const;
 };
 
 /// True when a Jacobian in `mode` is accumulated in forward (tangent) mode for `tape`.
@@ -128,6 +154,9 @@ template <class Real>
 void check_jvp(const Tape& tape, const Batch<Real>& batch, std::span<const Real> tangents,
                std::span<const Real> results);
 template <class Real>
+void check_jvps(const Tape& tape, const Batch<Real>& batch, std::span<const Real> directions,
+                std::size_t count, std::span<const Real> results);
+template <class Real>
 void check_vjp(const Tape& tape, const Batch<Real>& batch, std::span<const Real> cotangents,
                std::span<const Real> results);
 template <class Real>
@@ -143,6 +172,7 @@ public:
     using Evaluator::hvp;
     using Evaluator::jacobian;
     using Evaluator::jvp;
+    using Evaluator::jvps;
     using Evaluator::vjp;
 
     Report forward(const Batch<double>& b, std::span<double> out) const final { return forward_t(b, out); }

@@ -37,6 +37,14 @@ private:
     template <class Real>
     Report hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
                     std::span<const Real> directions, std::span<Real> results) const;
+    /// jvps: each point's values once, then a tangent sweep per direction.
+    template <class Real>
+    Report jvps_impl(const Batch<Real>& batch, std::span<const Real> directions, std::size_t count,
+                     std::span<Real> results) const;
+    Report evaluate_jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
+                         std::span<double> results) const override;
+    Report evaluate_jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
+                         std::span<float> results) const override;
 
     Tape tape_;
 };

@@ -107,6 +107,17 @@ private:
     template <class Real>
     Report hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
                     std::span<const Real> directions, std::span<Real> results) const;
+    /// jvps: on few points (fewer than a few vectors' worth of points x directions) each point
+    /// once, its directions in the SIMD lanes (the values computed once, as ADOL-C's
+    /// fov_forward does: a long tape of one point, as sparse_jacobian gives, streams once);
+    /// otherwise jvp over points x directions. The same bits either way.
+    template <class Real>
+    Report jvps_impl(const Batch<Real>& batch, std::span<const Real> directions, std::size_t count,
+                     std::span<Real> results) const;
+    Report evaluate_jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
+                         std::span<double> results) const override;
+    Report evaluate_jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
+                         std::span<float> results) const override;
 
     std::unique_ptr<detail::Engine> engine_;
 };
