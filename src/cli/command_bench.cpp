@@ -64,7 +64,9 @@ options:
                   a new empty folder, removed at the end); default: the user's kernel cache
   --sparse N      the sparse Jacobian of the 1-D Bratu residual on N unknowns instead:
                   tapevm::sparse_jacobian on the CPU VM (pattern, ColPack colouring, one
-                  jvp per colour) against ADOL-C's sparse_jac, both checked against each other
+                  jvp per colour, on --threads threads: default 1, 0 all cores) against
+                  ADOL-C's fov_forward with the same seed matrix (Debian's ADOL-C is built
+                  without ColPack, which its sparse_jac needs), checked against each other
   --write-inputs FILE
                   write one workload's N points (and the reference VM's results at 64 of
                   them) for bench/jax_bench.py, instead of measuring (bench/README.md)

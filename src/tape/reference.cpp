@@ -115,16 +115,6 @@ Report Vm::jvps_impl(const Batch<Real>& batch, std::span<const Real> directions,
     });
 }
 
-Report Vm::evaluate_jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
-                         std::span<double> results) const {
-    return jvps_impl(batch, directions, count, results);
-}
-
-Report Vm::evaluate_jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
-                         std::span<float> results) const {
-    return jvps_impl(batch, directions, count, results);
-}
-
 template <class Real>
 Report Vm::vjp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
                     std::span<Real> results) const {
@@ -163,13 +153,15 @@ Report Vm::hvp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
     return report;
 }
 
-#define TAPEVM_INSTANTIATE(Real)                                                                    \
-    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                    \
-    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                   \
-    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;     \
-    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
-    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
-    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,  \
+#define TAPEVM_INSTANTIATE(Real)                                                                           \
+    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                           \
+    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                          \
+    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;            \
+    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;        \
+    template Report Vm::jvps_impl(const Batch<Real>&, std::span<const Real>, std::size_t, std::span<Real>) \
+        const;                                                                                             \
+    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;        \
+    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,         \
                                  std::span<Real>) const;
 TAPEVM_INSTANTIATE(double)
 TAPEVM_INSTANTIATE(float)

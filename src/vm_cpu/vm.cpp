@@ -384,16 +384,6 @@ Report Vm::jvps_impl(const Batch<Real>& batch, std::span<const Real> directions,
     return report;
 }
 
-Report Vm::evaluate_jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
-                         std::span<double> results) const {
-    return jvps_impl(batch, directions, count, results);
-}
-
-Report Vm::evaluate_jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
-                         std::span<float> results) const {
-    return jvps_impl(batch, directions, count, results);
-}
-
 namespace {
 
 void check_bindings(const std::string& where, const std::string& argument, std::size_t expected,
@@ -444,13 +434,15 @@ Report Vm::vjp_tensors(std::size_t elements, std::span<const TensorBinding> inpu
     return engine_->run(request);
 }
 
-#define TAPEVM_INSTANTIATE(Real)                                                                    \
-    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                    \
-    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                   \
-    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;     \
-    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
-    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const; \
-    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,  \
+#define TAPEVM_INSTANTIATE(Real)                                                                           \
+    template Report Vm::forward_impl(const Batch<Real>&, std::span<Real>) const;                           \
+    template Report Vm::gradient_impl(const Batch<Real>&, std::span<Real>) const;                          \
+    template Report Vm::jacobian_impl(const Batch<Real>&, std::span<Real>, JacobianMode) const;            \
+    template Report Vm::jvp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;        \
+    template Report Vm::jvps_impl(const Batch<Real>&, std::span<const Real>, std::size_t, std::span<Real>) \
+        const;                                                                                             \
+    template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;        \
+    template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,         \
                                  std::span<Real>) const;
 TAPEVM_INSTANTIATE(double)
 TAPEVM_INSTANTIATE(float)

@@ -5,11 +5,11 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 
 #include <doctest/doctest.h>
 
+#include "../random_values.hpp"
 #include "backend.hpp"
 #include "judge.hpp"
 #include "modes.hpp"
@@ -22,14 +22,6 @@
 
 namespace tapevm::conformance {
 namespace {
-
-std::vector<double> random_values(std::size_t count, double low, double high, unsigned seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> value(low, high);
-    std::vector<double> out(count);
-    for (double& v : out) v = value(rng);
-    return out;
-}
 
 template <class Real> std::vector<Real> as(const std::vector<double>& values) {
     return std::vector<Real>(values.begin(), values.end());
@@ -47,9 +39,9 @@ void check_hessian(const std::string& what, const Tape& tape, std::size_t points
                    unsigned seed) {
     const std::size_t n = tape.input_count();
     const std::size_t m = tape.output_count();
-    const std::vector<double> inputs = random_values(points * n, low, high, seed);
+    const std::vector<double> inputs = test::random_values<double>(points * n, low, high, seed);
     const std::vector<double> cotangents =
-        m == 1 ? std::vector<double>{} : random_values(points * m, -2, 2, seed + 1);
+        m == 1 ? std::vector<double>{} : test::random_values<double>(points * m, -2, 2, seed + 1);
     const std::vector<Real> inputs_real = as<Real>(inputs);
     const std::vector<Real> cotangents_real = as<Real>(cotangents);
     const Batch<Real> batch{points, inputs_real, {}};

@@ -6,11 +6,11 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 
 #include <doctest/doctest.h>
 
+#include "../random_values.hpp"
 #include "backend.hpp"
 #include "judge.hpp"
 #include "modes.hpp"
@@ -35,15 +35,6 @@ Tape guarded() {
                   });
 }
 
-template <class Real>
-std::vector<Real> random_reals(std::size_t count, double low, double high, unsigned seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> value(low, high);
-    std::vector<Real> out(count);
-    for (Real& v : out) v = static_cast<Real>(value(rng));
-    return out;
-}
-
 template <class Real> bool same_bits(Real a, Real b) {
     return std::bit_cast<std::uint64_t>(static_cast<double>(a)) ==
            std::bit_cast<std::uint64_t>(static_cast<double>(b));
@@ -53,11 +44,11 @@ template <class Real>
 void check_jvps(const std::string& what, const Tape& tape, std::size_t points, std::size_t count,
                 bool params_per_point, unsigned seed) {
     const std::size_t n = tape.input_count(), m = tape.output_count(), q = tape.param_count();
-    const std::vector<Real> inputs = random_reals<Real>(points * n, -1, 1, seed);
+    const std::vector<Real> inputs = test::random_values<Real>(points * n, -1, 1, seed);
     const std::vector<Real> params =
-        random_reals<Real>((params_per_point ? points : 1) * q, 0.5, 2, seed + 1);
+        test::random_values<Real>((params_per_point ? points : 1) * q, 0.5, 2, seed + 1);
     // Unit, compressed (sums of units) and dense random directions.
-    std::vector<Real> directions = random_reals<Real>(count * n, -2, 2, seed + 2);
+    std::vector<Real> directions = test::random_values<Real>(count * n, -2, 2, seed + 2);
     for (std::size_t j = 0; j < n && count > 1; ++j) {
         directions[j] = Real(j == 0 ? 1 : 0);
         directions[n + j] = Real(j % 2 == 1 ? 1 : 0);

@@ -6,11 +6,11 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <random>
 #include <string>
 
 #include <doctest/doctest.h>
 
+#include "../random_values.hpp"
 #include "backend.hpp"
 #include "judge.hpp"
 #include "modes.hpp"
@@ -23,14 +23,6 @@
 
 namespace tapevm::conformance {
 namespace {
-
-std::vector<double> random_values(std::size_t count, double low, double high, unsigned seed) {
-    std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> value(low, high);
-    std::vector<double> out(count);
-    for (double& v : out) v = value(rng);
-    return out;
-}
 
 // Two outputs over six inputs in a chain: a banded Hessian of the weighted sum.
 Tape chain() {
@@ -48,10 +40,11 @@ template <class Real>
 void check_sparse(const std::string& what, const Tape& tape, std::size_t points, bool params_per_point,
                   unsigned seed) {
     const std::size_t n = tape.input_count(), m = tape.output_count(), q = tape.param_count();
-    const std::vector<double> inputs = random_values(points * n, -1, 1, seed);
-    const std::vector<double> params = random_values((params_per_point ? points : 1) * q, 0.5, 2, seed + 1);
+    const std::vector<double> inputs = test::random_values<double>(points * n, -1, 1, seed);
+    const std::vector<double> params =
+        test::random_values<double>((params_per_point ? points : 1) * q, 0.5, 2, seed + 1);
     const std::vector<double> weights =
-        m == 1 ? std::vector<double>{} : random_values(points * m, -2, 2, seed + 2);
+        m == 1 ? std::vector<double>{} : test::random_values<double>(points * m, -2, 2, seed + 2);
     const std::vector<Real> inputs_real(inputs.begin(), inputs.end()),
         params_real(params.begin(), params.end()), weights_real(weights.begin(), weights.end());
     const Batch<Real> batch{points, inputs_real, params_real};

@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../random_values.hpp"
 #include "tapevm/gpu.hpp"
 #include "tapevm/reference.hpp"
 
@@ -70,16 +71,6 @@ private:
     bool had_ = false;
     std::string old_;
 };
-
-/// `count` values, uniform in [low, high), from a fixed seed.
-template <class Real>
-std::vector<Real> random_values(std::size_t count, double low, double high, unsigned seed) {
-    std::mt19937_64 engine(seed);
-    std::uniform_real_distribution<double> uniform(low, high);
-    std::vector<Real> values(count);
-    for (auto& value : values) value = static_cast<Real>(uniform(engine));
-    return values;
-}
 
 /// `points` rows of `center`, each value scaled by a factor in [1 - spread, 1 + spread].
 template <class Real, std::size_t N>

@@ -208,8 +208,30 @@ public:
         return hvp_t(b, c, d, out);
     }
 
+protected:
+    /// jvps: Self's jvps_impl<Real> where it has one (a backend that evaluates a point once
+    /// for all its directions), else Evaluator's.
+    Report evaluate_jvps(const Batch<double>& b, std::span<const double> d, std::size_t count,
+                         std::span<double> out) const override {
+        return jvps_t(b, d, count, out);
+    }
+    Report evaluate_jvps(const Batch<float>& b, std::span<const float> d, std::size_t count,
+                         std::span<float> out) const override {
+        return jvps_t(b, d, count, out);
+    }
+
 private:
     const Self& self() const { return static_cast<const Self&>(*this); }
+
+    template <class Real>
+    Report jvps_t(const Batch<Real>& b, std::span<const Real> d, std::size_t count,
+                  std::span<Real> out) const {
+        if constexpr (requires { self().template jvps_impl<Real>(b, d, count, out); }) {
+            return self().template jvps_impl<Real>(b, d, count, out);
+        } else {
+            return Evaluator::evaluate_jvps(b, d, count, out);
+        }
+    }
 
     template <class Real> Report forward_t(const Batch<Real>& b, std::span<Real> out) const {
         check_forward<Real>(tape(), b, out);

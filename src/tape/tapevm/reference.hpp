@@ -41,10 +41,6 @@ private:
     template <class Real>
     Report jvps_impl(const Batch<Real>& batch, std::span<const Real> directions, std::size_t count,
                      std::span<Real> results) const;
-    Report evaluate_jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
-                         std::span<double> results) const override;
-    Report evaluate_jvps(const Batch<float>& batch, std::span<const float> directions, std::size_t count,
-                         std::span<float> results) const override;
 
     Tape tape_;
 };
