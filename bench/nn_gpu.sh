@@ -34,7 +34,8 @@ if [[ ${1:-} == --pack ]]; then
     rm -rf .gpu/nn .gpu/nn.tar.xz
     for path in "$from"/src/cli/tapevm "$from"/src/cli/tapevm-bench "$from"/tests/nn/conformance/test_nn_conformance "$from"/tests/nn/gpu/test_nn_gpu* \
         "$from"/tests/nn/gpu/bench_nn_gpu "$from"/tests/nn/elementwise/*_nn_elementwise* \
-        "$from"/tests/conformance/test_conformance_gpu "$from"/tests/gpu/test_gpu_device; do
+        "$from"/tests/conformance/test_conformance_gpu "$from"/tests/conformance/test_conformance_cpu \
+        "$from"/tests/gpu/test_gpu_device; do
         [[ -f $path && -x $path ]] || continue
         program=${path#"$from"/}
         mkdir -p ".gpu/nn/$(dirname "$program")"
