@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "detail/expand_lanes.hpp"
 #include "tapevm/error.hpp"
 
 namespace tapevm {
@@ -96,33 +97,14 @@ Report jvps_by_jvp(const Evaluator& evaluator, const Batch<Real>& batch, std::sp
     const std::size_t n = tape.input_count(), m = tape.output_count(), q = tape.param_count();
     Report report;
     if (batch.points == 0 || count == 0) return report;
-    const bool per_point = batch.params_per_point(q);
     const std::size_t chunk = std::max<std::size_t>(
         1, std::min(batch.points, expanded_values / std::max<std::size_t>(1, count * std::max(n, m))));
     std::vector<Real> inputs, params, tangents;
     for (std::size_t first = 0; first < batch.points; first += chunk) {
         const std::size_t points = std::min(chunk, batch.points - first);
         const std::size_t lanes = points * count;
-        inputs.resize(lanes * n);
-        tangents.resize(lanes * n);
-        if (per_point) params.resize(lanes * q);
-        for (std::size_t p = 0; p < points; ++p) {
-            const auto x = batch.inputs.subspan((first + p) * n, n);
-            for (std::size_t c = 0; c < count; ++c) {
-                const std::size_t lane = p * count + c;
-                std::copy(x.begin(), x.end(), inputs.begin() + static_cast<std::ptrdiff_t>(lane * n));
-                std::copy(directions.begin() + static_cast<std::ptrdiff_t>(c * n),
-                          directions.begin() + static_cast<std::ptrdiff_t>((c + 1) * n),
-                          tangents.begin() + static_cast<std::ptrdiff_t>(lane * n));
-                if (per_point) {
-                    const auto own = batch.params_of(first + p, q);
-                    std::copy(own.begin(), own.end(), params.begin() + static_cast<std::ptrdiff_t>(lane * q));
-                }
-            }
-        }
-        // One lane of shared params is ambiguous with per-point ones only when lanes == 1,
-        // where both mean the same.
-        const Batch<Real> expanded{lanes, inputs, per_point ? std::span<const Real>(params) : batch.params};
+        const Batch<Real> expanded =
+            detail::expand_lanes(batch, n, q, first, points, count, directions, inputs, params, tangents);
         const Report part = evaluator.jvp(expanded, std::span<const Real>(tangents),
                                           results.subspan(first * count * m, lanes * m));
         for (const std::size_t lane : part.diverged) report.diverged.push_back(first + lane / count);

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "detail/expand_lanes.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/sparse_hessian.hpp"
 
@@ -128,35 +129,21 @@ Report sparse_hessian(const Evaluator& evaluator, const Batch<Real>& batch, std:
     std::vector<Real> seeds(colours * n, Real(0));
     for (std::size_t j = 0; j < n; ++j) seeds[plan.colouring.colour[j] * n + j] = Real(1);
 
-    const bool per_point = batch.params_per_point(q);
     const std::size_t chunk = std::max<std::size_t>(
         1, std::min(batch.points, expanded_values / std::max<std::size_t>(1, colours * std::max(n, m))));
     std::vector<Real> inputs, params, weights, directions, results;
     for (std::size_t first = 0; first < batch.points; first += chunk) {
         const std::size_t points = std::min(chunk, batch.points - first);
         const std::size_t lanes = points * colours;
-        inputs.resize(lanes * n);
-        directions.resize(lanes * n);
+        const Batch<Real> expanded = detail::expand_lanes(
+            batch, n, q, first, points, colours, std::span<const Real>(seeds), inputs, params, directions);
         weights.resize(lanes * m);
         results.resize(lanes * n);
-        if (per_point) params.resize(lanes * q);
-        for (std::size_t p = 0; p < points; ++p) {
-            const auto x = batch.inputs.subspan((first + p) * n, n);
-            for (std::size_t c = 0; c < colours; ++c) {
-                const std::size_t lane = p * colours + c;
-                std::copy(x.begin(), x.end(), inputs.begin() + static_cast<std::ptrdiff_t>(lane * n));
-                std::copy(seeds.begin() + static_cast<std::ptrdiff_t>(c * n),
-                          seeds.begin() + static_cast<std::ptrdiff_t>((c + 1) * n),
-                          directions.begin() + static_cast<std::ptrdiff_t>(lane * n));
-                for (std::size_t k = 0; k < m; ++k)
-                    weights[lane * m + k] = cotangents.empty() ? Real(1) : cotangents[(first + p) * m + k];
-                if (per_point) {
-                    const auto own = batch.params_of(first + p, q);
-                    std::copy(own.begin(), own.end(), params.begin() + static_cast<std::ptrdiff_t>(lane * q));
-                }
-            }
+        for (std::size_t lane = 0; lane < lanes; ++lane) {
+            for (std::size_t k = 0; k < m; ++k)
+                weights[lane * m + k] =
+                    cotangents.empty() ? Real(1) : cotangents[(first + lane / colours) * m + k];
         }
-        const Batch<Real> expanded{lanes, inputs, per_point ? std::span<const Real>(params) : batch.params};
         const Report part = evaluator.hvp(expanded, std::span<const Real>(weights),
                                           std::span<const Real>(directions), std::span<Real>(results));
         for (const std::size_t lane : part.diverged) report.diverged.push_back(first + lane / colours);
