@@ -57,9 +57,6 @@ Report sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch, con
     // The seed of each colour: the sum of its columns' unit vectors.
     std::vector<Real> seeds(colours * n, Real(0));
     for (std::size_t j = 0; j < n; ++j) seeds[plan.colouring.colour[j] * n + j] = Real(1);
-    // Where each nonzero is read: the output of the jvp of its column's colour.
-    std::vector<std::uint32_t> nonzero_colour(nnz);
-    for (std::size_t k = 0; k < nnz; ++k) nonzero_colour[k] = plan.colouring.colour[pattern.columns[k]];
 
     // Each point's compressed Jacobian [colours][m] from jvps, a chunk of points at a time.
     const std::size_t chunk = std::max<std::size_t>(
@@ -78,7 +75,7 @@ Report sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch, con
             Real* out = values.data() + (first + p) * nnz;
             for (std::size_t row = 0; row < m; ++row) {
                 for (std::size_t k = pattern.row_starts[row]; k < pattern.row_starts[row + 1]; ++k)
-                    out[k] = results[(p * colours + nonzero_colour[k]) * m + row];
+                    out[k] = results[(p * colours + plan.colouring.colour[pattern.columns[k]]) * m + row];
             }
         }
     }
