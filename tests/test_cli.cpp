@@ -25,6 +25,7 @@
 #include "tapevm/hessian.hpp"
 #include "tapevm/sparse.hpp"
 #include "tapevm/sparse_hessian.hpp"
+#include "tapevm/reduced.hpp"
 #include "tapevm/reference.hpp"
 #include "tapevm/tape_file.hpp"
 #include "tapevm/var.hpp"
@@ -311,6 +312,61 @@ TEST_CASE("eval --mode sparse_hessian prints the Hessian's nonzeros in CSR order
     CHECK(sparse.err.find("sparse Hessian: 16 x 16, 46 structural nonzeros, 3 colours") != std::string::npos);
 }
 #endif
+
+TEST_CASE("eval --mode reduced_gradient prints the sum and its gradient in the shared parameters") {
+    const TempDir directory;
+    // f(x; a, b, c) = (a x0 + b - x1)^2 + c: a least-squares line fit.
+    const std::vector<double> x0 = {0.5, 1.0}, p0 = {1.0, 0.0, 0.0};
+    const Tape tape = tapevm::record(std::span<const double>(x0), std::span<const double>(p0),
+                                     [](std::span<const tapevm::Var> x, std::span<const tapevm::Var> p) {
+                                         const tapevm::Var r = p[0] * x[0] + p[1] - x[1];
+                                         return std::vector<tapevm::Var>{r * r + p[2]};
+                                     });
+    const std::string tape_path = directory.file("fit.tape");
+    tapevm::save_file(tape, tape_path);
+    const std::vector<double> inputs = {0.0, 1.0, 1.0, 2.5, 2.0, 4.5, 3.0, 7.0};
+    const std::vector<double> params = {1.5, 0.5, 0.25}, weights = {1.0, 2.0, 0.5, 1.0};
+    const std::string inputs_path = directory.write("x.csv", to_csv(inputs, 2));
+    const std::string params_path = directory.write("p.csv", to_csv(params, 3));
+    const std::string weights_path = directory.write("w.csv", to_csv(weights, 1));
+    const tapevm::ReducedTape reduced(tape, {1, 0});
+    const tapevm::reference::Vm vm(reduced.tape());
+    const auto want =
+        reduced.gradient(vm, Batch<double>{4, inputs, params}, std::span<const double>(weights));
+    const CliResult result =
+        run_cli({"eval", tape_path, "--inputs", inputs_path, "--params", params_path, "--mode",
+                 "reduced_gradient", "--differentiate", "1,0", "--weights", weights_path});
+    CHECK(result.status == 0);
+    check_rows(result.out, std::vector<double>{want.value, want.gradient[0], want.gradient[1]}, 3);
+    CHECK(result.err.find("reduced gradient: 4 points, 2 of 3 parameters differentiated") !=
+          std::string::npos);
+    // By hand: r = (-0.5, -0.5, -1, -2), F = sum w (r^2 + c), dF/db = sum 2 w r, dF/da = sum 2 w r x0.
+    CHECK(want.value == doctest::Approx(6.375));
+    CHECK(want.gradient[0] == doctest::Approx(-8.0));
+    CHECK(want.gradient[1] == doctest::Approx(-16.0));
+    // Every parameter by default, in f32 too.
+    const CliResult all = run_cli({"eval", tape_path, "--inputs", inputs_path, "--params", params_path,
+                                   "--mode", "reduced_gradient", "--precision", "f32"});
+    CHECK(all.status == 0);
+    CHECK(parse_output<float>(all.out).at(0).size() == 4);
+    // Bad input: weights of the wrong count, a parameter out of range or twice, parameters per point,
+    // the options without the mode.
+    const auto reduced_with = [&](const std::string& option, const std::string& value) {
+        return run_cli({"eval", tape_path, "--inputs", inputs_path, "--params", params_path, "--mode",
+                        "reduced_gradient", option, value});
+    };
+    check_error(reduced_with("--weights", directory.write("w3.csv", "1\n2\n3\n")),
+                {"w3.csv", "3 weights", "expected 4"});
+    check_error(reduced_with("--differentiate", "3"), {"--differentiate"});
+    check_error(reduced_with("--differentiate", "1,1"), {"parameter 1 twice"});
+    check_error(run_cli({"eval", tape_path, "--inputs", inputs_path, "--params",
+                         directory.write("pp.csv", to_csv(std::vector<double>(12, 1.0), 3)), "--mode",
+                         "reduced_gradient"}),
+                {"one line of parameters shared by every point"});
+    check_error(run_cli({"eval", tape_path, "--inputs", inputs_path, "--params", params_path, "--mode",
+                         "forward", "--weights", weights_path}),
+                {"options of --mode reduced_gradient"});
+}
 
 TEST_CASE("eval ba: forward and the 2x15 jacobian equal the reference VM's results, row-major") {
     const TempDir directory;

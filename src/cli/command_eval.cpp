@@ -1,5 +1,7 @@
 // tapevm eval: evaluate a tape (values, gradients, Jacobians or Hessians) at the points of a CSV file.
 #include <algorithm>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "csv.hpp"
 #include "files.hpp"
 #include "tapevm/hessian.hpp"
+#include "tapevm/reduced.hpp"
 #include "tapevm/sparse.hpp"
 #include "tapevm/sparse_hessian.hpp"
 
@@ -17,9 +20,9 @@ namespace {
 
 constexpr std::string_view help =
     R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian|hessian|sparse_jacobian|
-                   sparse_hessian
+                   sparse_hessian|reduced_gradient
                    [--params P.csv] [--backend reference|cpu|gpu|compiled] [--precision f64|f32]
-                   [--threads N]
+                   [--threads N] [--differentiate all|K,K,...] [--weights W.csv]
 
 Evaluates the tape in FILE at every point of X.csv (one point per line, the tape's inputs
 comma separated) and prints one result per line: the outputs (forward), the gradient of
@@ -29,7 +32,9 @@ Jacobian's structural nonzeros in CSR order (sparse_jacobian: one Jacobian-vecto
 colour of a ColPack column colouring; stderr says the pattern's size and colours, and
 `tapevm inspect FILE --sparsity` prints the pattern), or the Hessian's structural nonzeros of
 the single output in CSR order (sparse_hessian: one Hessian-vector product per colour of a
-star colouring). f64 results are printed
+star colouring). reduced_gradient prints one line: F = sum_p w_p f(x_p; theta) and its
+gradient with respect to the shared parameters theta named by --differentiate, summed over
+the points deterministically (tapevm/reduced.hpp; w_p = 1 without --weights). f64 results are printed
 as %.17g, f32 results as %.9g. Points whose recorded branches do not hold are named in a
 warning on stderr; their results follow the recorded branch.
 
@@ -42,13 +47,16 @@ options:
                      or compiled (the GPU VM running kernels compiled from the tape)
   --precision NAME   f64 (default) or f32
   --threads N        threads of the cpu backend (default 0: all hardware threads)
+  --differentiate    reduced_gradient: the parameters differentiated, 0-based and comma
+                     separated, in the order printed (default all)
+  --weights W.csv    reduced_gradient: one weight per point, one per line
 )";
 
-constexpr OptionSpec options[] = {{"--inputs", true},  {"--mode", true},      {"--params", true},
-                                  {"--backend", true}, {"--precision", true}, {"--threads", true},
-                                  {"--help", false}};
+constexpr OptionSpec options[] = {{"--inputs", true},        {"--mode", true},      {"--params", true},
+                                  {"--backend", true},       {"--precision", true}, {"--threads", true},
+                                  {"--differentiate", true}, {"--weights", true},   {"--help", false}};
 
-enum class Mode { forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian };
+enum class Mode { forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian, reduced_gradient };
 
 Mode parse_mode(std::string_view name) {
     if (name == "forward") return Mode::forward;
@@ -57,8 +65,10 @@ Mode parse_mode(std::string_view name) {
     if (name == "hessian") return Mode::hessian;
     if (name == "sparse_jacobian") return Mode::sparse_jacobian;
     if (name == "sparse_hessian") return Mode::sparse_hessian;
+    if (name == "reduced_gradient") return Mode::reduced_gradient;
     throw UsageError("unknown mode '" + std::string(name) +
-                     "' (known: forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian)");
+                     "' (known: forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian, "
+                     "reduced_gradient)");
 }
 
 // What eval was asked to do, checked before anything is read.
@@ -66,6 +76,8 @@ struct Request {
     std::string_view tape_path;
     std::string_view inputs_path;
     std::optional<std::string_view> params_path;
+    std::optional<std::string_view> weights_path;
+    std::optional<std::string_view> differentiate;
     Mode mode = Mode::forward;
     Backend backend = Backend::reference;
     Precision precision = Precision::f64;
@@ -81,6 +93,7 @@ std::size_t result_width(const Tape& tape, Mode mode, const SparseJacobianPlan& 
         case Mode::hessian: return std::size_t{tape.input_count()} * tape.input_count();
         case Mode::sparse_jacobian: return plan.pattern.nonzeros();
         case Mode::sparse_hessian: return hessian_plan.pattern.nonzeros();
+        case Mode::reduced_gradient: return 0;  // evaluate_reduced
     }
     return 0;
 }
@@ -123,6 +136,65 @@ void warn_diverged(std::ostream& err, const std::vector<std::size_t>& diverged,
     err << " (results follow the recorded branch)\n";
 }
 
+// The parameters --differentiate names: "all" (or nothing) or 0-based indices, comma separated.
+std::vector<std::uint32_t> differentiated_params(const Tape& tape, std::optional<std::string_view> text) {
+    std::vector<std::uint32_t> indices;
+    if (!text || *text == "all") {
+        for (std::uint32_t k = 0; k < tape.param_count(); ++k) indices.push_back(k);
+        return indices;
+    }
+    std::string_view rest = *text;
+    while (true) {
+        const std::size_t comma = rest.find(',');
+        const std::size_t index = parse_count("--differentiate", rest.substr(0, comma), 0,
+                                              std::max<std::size_t>(tape.param_count(), 1) - 1);
+        if (tape.param_count() == 0)
+            throw UsageError("--differentiate names parameter " + std::to_string(index) +
+                             ", but the tape has none");
+        if (std::find(indices.begin(), indices.end(), index) != indices.end())
+            throw UsageError("--differentiate names parameter " + std::to_string(index) + " twice");
+        indices.push_back(static_cast<std::uint32_t>(index));
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+    }
+    return indices;
+}
+
+// --mode reduced_gradient: one line, F then dF/dtheta.
+template <class Real>
+int evaluate_reduced(const Tape& tape, const Request& request, const NumberTable<Real>& inputs,
+                     const std::vector<Real>& params, std::ostream& out, std::ostream& err) {
+    const std::size_t points = inputs.rows();
+    if (params.size() != tape.param_count())
+        throw UsageError("reduced_gradient needs one line of parameters shared by every point; " +
+                         std::string(*request.params_path) + " has one per point");
+    std::vector<Real> weights;
+    if (request.weights_path) {
+        const std::string_view path = *request.weights_path;
+        NumberTable<Real> table = parse_csv<Real>(read_whole_file(path), 1, path);
+        if (table.rows() != points)
+            throw CsvError(std::string(path) + ": " + std::to_string(table.rows()) + " weights; expected " +
+                           std::to_string(points) + " (one per point of " + std::string(request.inputs_path) +
+                           ")");
+        weights = std::move(table.values);
+    }
+    const ReducedTape reduced(tape, differentiated_params(tape, request.differentiate));
+    const std::unique_ptr<Evaluator> vm =
+        make_evaluator(request.backend, reduced.tape(), request.backend_options);
+    const ReducedGradient<Real> result =
+        reduced.gradient(*vm, Batch<Real>{points, inputs.values, params}, std::span<const Real>(weights));
+    std::vector<Real> line;
+    line.push_back(result.value);
+    line.insert(line.end(), result.gradient.begin(), result.gradient.end());
+    std::string text;
+    append_csv_line(text, line.data(), line.size());
+    out << text;
+    err << "reduced gradient: " << points << " points, " << result.gradient.size() << " of "
+        << tape.param_count() << " parameters differentiated (the line: the sum, then its gradient)\n";
+    if (!result.report.all_guards_hold()) warn_diverged(err, result.report.diverged, inputs.line_numbers);
+    return 0;
+}
+
 template <class Real>
 int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::ostream& err) {
     const NumberTable<Real> inputs =
@@ -132,6 +204,10 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
     }
     const std::size_t points = inputs.rows();
     const std::vector<Real> params = read_params<Real>(tape, request, points);
+    if (request.mode == Mode::reduced_gradient)
+        return evaluate_reduced(tape, request, inputs, params, out, err);
+    if (request.weights_path || request.differentiate)
+        throw UsageError("--weights and --differentiate are options of --mode reduced_gradient");
     const Batch<Real> batch{points, inputs.values, params};
 
     SparseJacobianPlan plan;
@@ -166,6 +242,7 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
             report =
                 sparse_hessian(*vm, batch, std::span<const Real>(), hessian_plan, std::span<Real>(results));
             break;
+        case Mode::reduced_gradient: break;  // evaluate_reduced
     }
 
     std::string text;
@@ -186,8 +263,11 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
     request.tape_path = arguments.positional().front();
     request.inputs_path = arguments.required("--inputs", "X.csv (the points, one per line)");
     request.mode = parse_mode(arguments.required(
-        "--mode", "forward, gradient, jacobian, hessian, sparse_jacobian or sparse_hessian"));
+        "--mode",
+        "forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian or reduced_gradient"));
     request.params_path = arguments.value("--params");
+    request.weights_path = arguments.value("--weights");
+    request.differentiate = arguments.value("--differentiate");
     request.backend = parse_backend(arguments.value("--backend").value_or("reference"));
     request.precision = parse_precision(arguments.value("--precision").value_or("f64"));
     if (const auto threads = arguments.value("--threads")) {
@@ -196,12 +276,13 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 
     const Tape tape = read_tape_file(request.tape_path);
     if ((request.mode == Mode::gradient || request.mode == Mode::hessian ||
-         request.mode == Mode::sparse_hessian) &&
+         request.mode == Mode::sparse_hessian || request.mode == Mode::reduced_gradient) &&
         tape.output_count() != 1) {
         throw UsageError(std::string("mode ") +
-                         (request.mode == Mode::gradient  ? "gradient"
-                          : request.mode == Mode::hessian ? "hessian"
-                                                          : "sparse_hessian") +
+                         (request.mode == Mode::gradient           ? "gradient"
+                          : request.mode == Mode::hessian          ? "hessian"
+                          : request.mode == Mode::reduced_gradient ? "reduced_gradient"
+                                                                   : "sparse_hessian") +
                          " needs a tape with 1 output; " + std::string(request.tape_path) + " has " +
                          std::to_string(tape.output_count()) + " (use --mode jacobian)");
     }
@@ -216,8 +297,8 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 
 Command eval_command() {
     return {"eval",
-            "evaluate a tape's values, gradients, Jacobians (dense or sparse) or Hessians at the points of a "
-            "CSV file",
+            "evaluate a tape's values, gradients, Jacobians (dense or sparse), Hessians or gradients summed "
+            "over the points of a CSV file",
             help, run};
 }
 

@@ -9,6 +9,7 @@
 #include "tapevm/hessian.hpp"
 #include "tapevm/op.hpp"
 #include "tapevm/optimize.hpp"
+#include "tapevm/reduced.hpp"
 #include "tapevm/reference.hpp"
 #include "tapevm/sparse.hpp"
 #include "tapevm/sparse_hessian.hpp"

@@ -1,0 +1,70 @@
+// The deterministic sum over points of tapevm/reduced.hpp: rows of `width` terms, one row per
+// point, summed in f64 along one fixed tree over the point index,
+//
+//     S[0, n) = S[0, h) + S[h, n),   h = the largest power of two below n,   S[p, p+1) = row p,
+//
+// whatever the number of rows each add() call brings. Rows are taken one at a time as a
+// binary counter: a finished subtree waits on a stack until its right sibling is finished
+// (so at most log2(n) + 1 rows are held), and total() folds the unfinished right edge from
+// the right, which is the tree above (the missing right siblings would be zeros).
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace tapevm::detail {
+
+class PairwiseSum {
+public:
+    explicit PairwiseSum(std::size_t width) : width_(width) {}
+
+    std::size_t rows() const { return rows_; }
+
+    /// Adds the next row; `row(k)` gives its term k.
+    template <class Row> void add(Row&& row) {
+        Node node{0, take_buffer()};
+        for (std::size_t k = 0; k < width_; ++k) node.sum[k] = static_cast<double>(row(k));
+        // Merge while the top of the stack is this node's left sibling.
+        while (!stack_.empty() && stack_.back().level == node.level) {
+            Node& left = stack_.back();
+            for (std::size_t k = 0; k < width_; ++k) left.sum[k] += node.sum[k];
+            ++left.level;
+            free_.push_back(std::move(node.sum));
+            node = std::move(left);
+            stack_.pop_back();
+        }
+        stack_.push_back(std::move(node));
+        ++rows_;
+    }
+
+    /// The sum of the rows so far (zeros for none).
+    std::vector<double> total() const {
+        std::vector<double> sum(width_, 0.0);
+        if (stack_.empty()) return sum;
+        sum = stack_.back().sum;
+        for (std::size_t i = stack_.size() - 1; i-- > 0;) {
+            for (std::size_t k = 0; k < width_; ++k) sum[k] = stack_[i].sum[k] + sum[k];
+        }
+        return sum;
+    }
+
+private:
+    struct Node {
+        unsigned level = 0;
+        std::vector<double> sum;
+    };
+
+    std::vector<double> take_buffer() {
+        if (free_.empty()) return std::vector<double>(width_);
+        std::vector<double> buffer = std::move(free_.back());
+        free_.pop_back();
+        return buffer;
+    }
+
+    std::size_t width_;
+    std::size_t rows_ = 0;
+    std::vector<Node> stack_;
+    std::vector<std::vector<double>> free_;
+};
+
+}  // namespace tapevm::detail

@@ -1,0 +1,176 @@
+// Reduced gradients (tapevm/reduced.hpp): the lifted tape, and the sum of each point's vjp
+// over the batch along detail::PairwiseSum's fixed tree.
+#include "tapevm/reduced.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <string>
+
+#include "detail/pairwise_sum.hpp"
+#include "tapevm/error.hpp"
+
+namespace tapevm {
+
+namespace {
+
+// About this many values in the per-call buffers of the default chunk.
+constexpr std::size_t chunk_values = std::size_t{1} << 24;
+
+std::vector<std::uint32_t> checked_differentiated(const Tape& tape,
+                                                  std::vector<std::uint32_t> differentiated) {
+    std::vector<bool> seen(tape.param_count(), false);
+    for (const std::uint32_t k : differentiated) {
+        if (k >= tape.param_count())
+            throw Error("ReducedTape: parameter " + std::to_string(k) +
+                        " is differentiated, but the tape has " + std::to_string(tape.param_count()) +
+                        " parameters");
+        if (seen[k]) throw Error("ReducedTape: parameter " + std::to_string(k) + " is named twice");
+        seen[k] = true;
+    }
+    return differentiated;
+}
+
+// The largest power of two <= n (n >= 1).
+std::size_t floor_power_of_two(std::size_t n) { return std::bit_floor(std::max<std::size_t>(n, 1)); }
+
+}  // namespace
+
+Tape lift_params(const Tape& tape, std::span<const std::uint32_t> differentiated) {
+    const std::uint32_t n = tape.input_count(), q = tape.param_count();
+    const auto d = static_cast<std::uint32_t>(differentiated.size());
+    // New slot of each old Param slot n + k.
+    std::vector<std::uint32_t> param_slot(q, 0);
+    std::vector<bool> lifted(q, false);
+    for (std::uint32_t j = 0; j < d; ++j) {
+        param_slot[differentiated[j]] = n + j;
+        lifted[differentiated[j]] = true;
+    }
+    TapeParts parts = tape.parts();
+    parts.inputs = n + d;
+    parts.params = q - d;
+    std::uint32_t kept = 0;
+    for (std::uint32_t k = 0; k < q; ++k) {
+        if (!lifted[k]) param_slot[k] = n + d + kept++;
+    }
+    auto slot = [&](std::uint32_t s) { return s >= n && s < n + q ? param_slot[s - n] : s; };
+    for (std::uint32_t j = 0; j < n + d; ++j) parts.instructions[j] = Instruction{Op::Input, j, 0, 0};
+    for (std::uint32_t k = 0; k < q - d; ++k) parts.instructions[n + d + k] = Instruction{Op::Param, k, 0, 0};
+    for (std::size_t i = n + q; i < parts.instructions.size(); ++i) {
+        Instruction& ins = parts.instructions[i];
+        const std::uint32_t operands = arity(ins.op);  // Powi: 1 (b is its exponent); Const: 0
+        if (operands >= 1) ins.a = slot(ins.a);
+        if (operands >= 2) ins.b = slot(ins.b);
+        if (operands >= 3) ins.c = slot(ins.c);
+    }
+    for (std::uint32_t& out : parts.outputs) out = slot(out);
+    for (Guard& guard : parts.guards) guard.slot = slot(guard.slot);
+    return Tape(std::move(parts));
+}
+
+ReducedTape::ReducedTape(const Tape& tape, std::vector<std::uint32_t> differentiated)
+    : inputs_(tape.input_count()), params_(tape.param_count()),
+      differentiated_(checked_differentiated(tape, std::move(differentiated))) {
+    if (tape.output_count() != 1)
+        throw Unsupported("ReducedTape: the tape has " + std::to_string(tape.output_count()) +
+                          " outputs; a reduced gradient needs exactly 1");
+    lifted_ = lift_params(tape, differentiated_);
+    std::vector<bool> lifted(params_, false);
+    for (const std::uint32_t k : differentiated_) lifted[k] = true;
+    for (std::uint32_t k = 0; k < params_; ++k) {
+        if (!lifted[k]) kept_.push_back(k);
+    }
+}
+
+ReducedTape ReducedTape::all_params(const Tape& tape) {
+    std::vector<std::uint32_t> all(tape.param_count());
+    for (std::uint32_t k = 0; k < tape.param_count(); ++k) all[k] = k;
+    return ReducedTape(tape, std::move(all));
+}
+
+template <class Real>
+Report ReducedTape::gradient(const Evaluator& evaluator, const Batch<Real>& batch, std::span<Real> gradient,
+                             const ReducedOptions<Real>& options) const {
+    const std::string where = "ReducedTape::gradient";
+    const Tape& tape = evaluator.tape();
+    if (&tape != &lifted_ && !(tape == lifted_))
+        throw Error(where +
+                    ": the evaluator was built for another tape (build it on ReducedTape::tape(), the " +
+                    "tape with these differentiated parameters lifted to inputs)");
+    const std::size_t n = inputs_, d = differentiated_.size(), width = n + d, points = batch.points;
+    check_size(where, "inputs", points * n, batch.inputs.size());
+    check_size(where, "params (shared by every point)", params_, batch.params.size());
+    check_size(where, "gradient", d, gradient.size());
+    if (!options.weights.empty()) check_size(where, "weights", points, options.weights.size());
+    if (!options.point_values.empty()) check_size(where, "point_values", points, options.point_values.size());
+    if (!options.point_gradients.empty())
+        check_size(where, "point_gradients", points * width, options.point_gradients.size());
+
+    std::vector<Real> kept_params(kept_.size());
+    for (std::size_t k = 0; k < kept_.size(); ++k) kept_params[k] = batch.params[kept_[k]];
+    const bool want_value = options.value != nullptr || !options.point_values.empty();
+
+    std::size_t chunk = options.chunk_points != 0 ? floor_power_of_two(options.chunk_points)
+                                                  : floor_power_of_two(chunk_values / (width + 2));
+    chunk = std::min(chunk, std::bit_ceil(std::max<std::size_t>(points, 1)));
+    std::vector<Real> inputs(chunk * width), cotangents(chunk), terms, values(want_value ? chunk : 0);
+    if (options.point_gradients.empty()) terms.resize(chunk * width);
+
+    detail::PairwiseSum gradient_sum(d), value_sum(want_value ? 1 : 0);
+    Report report;
+    for (std::size_t first = 0; first < points; first += chunk) {
+        const std::size_t count = std::min(chunk, points - first);
+        for (std::size_t p = 0; p < count; ++p) {
+            Real* row = inputs.data() + p * width;
+            std::copy_n(batch.inputs.data() + (first + p) * n, n, row);
+            for (std::size_t j = 0; j < d; ++j) row[n + j] = batch.params[differentiated_[j]];
+            cotangents[p] = options.weights.empty() ? Real(1) : options.weights[first + p];
+        }
+        const Batch<Real> part{count, std::span<const Real>(inputs).first(count * width), kept_params};
+        const std::span<Real> part_terms =
+            options.point_gradients.empty() ? std::span<Real>(terms).first(count * width)
+                                            : options.point_gradients.subspan(first * width, count * width);
+        const Report vjp_report =
+            evaluator.vjp(part, std::span<const Real>(cotangents).first(count), part_terms);
+        for (const std::size_t point : vjp_report.diverged) report.diverged.push_back(first + point);
+        for (std::size_t p = 0; p < count; ++p) {
+            const Real* row = part_terms.data() + p * width + n;
+            gradient_sum.add([row](std::size_t j) { return row[j]; });
+        }
+        if (!want_value) continue;
+        const std::span<Real> part_values = options.point_values.empty()
+                                                ? std::span<Real>(values).first(count)
+                                                : options.point_values.subspan(first, count);
+        evaluator.forward(part, part_values);  // the same guards as the vjp: reported once
+        for (std::size_t p = 0; p < count; ++p) {
+            const double term = static_cast<double>(cotangents[p]) * static_cast<double>(part_values[p]);
+            value_sum.add([term](std::size_t) { return term; });
+        }
+    }
+    const std::vector<double> sum = gradient_sum.total();
+    for (std::size_t j = 0; j < d; ++j) gradient[j] = static_cast<Real>(sum[j]);
+    if (options.value != nullptr) *options.value = static_cast<Real>(value_sum.total()[0]);
+    return report;
+}
+
+template <class Real>
+ReducedGradient<Real> ReducedTape::gradient(const Evaluator& evaluator, const Batch<Real>& batch,
+                                            std::span<const Real> weights) const {
+    ReducedGradient<Real> result;
+    result.gradient.resize(differentiated_.size());
+    ReducedOptions<Real> options;
+    options.weights = weights;
+    options.value = &result.value;
+    result.report = gradient(evaluator, batch, std::span<Real>(result.gradient), options);
+    return result;
+}
+
+template Report ReducedTape::gradient<double>(const Evaluator&, const Batch<double>&, std::span<double>,
+                                              const ReducedOptions<double>&) const;
+template Report ReducedTape::gradient<float>(const Evaluator&, const Batch<float>&, std::span<float>,
+                                             const ReducedOptions<float>&) const;
+template ReducedGradient<double> ReducedTape::gradient<double>(const Evaluator&, const Batch<double>&,
+                                                               std::span<const double>) const;
+template ReducedGradient<float> ReducedTape::gradient<float>(const Evaluator&, const Batch<float>&,
+                                                             std::span<const float>) const;
+
+}  // namespace tapevm
