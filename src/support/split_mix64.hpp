@@ -4,6 +4,7 @@
 // points. Internal: not installed.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace tapevm::support {
@@ -21,6 +22,12 @@ public:
     double uniform() { return static_cast<double>(next() >> 11) * 0x1p-53; }
     /// Uniform in [low, high).
     double uniform(double low, double high) { return low + (high - low) * uniform(); }
+    /// Standard normal (Box-Muller from two uniforms; the second value is not kept).
+    double normal() {
+        const double u = 1.0 - uniform();  // (0, 1]: log(u) is finite
+        const double v = uniform();
+        return std::sqrt(-2.0 * std::log(u)) * std::cos(6.283185307179586 * v);
+    }
 
 private:
     std::uint64_t state_;
