@@ -113,6 +113,37 @@ TEST_CASE("reduced gradient on the reference VM: the sum of the per-point gradie
     for (std::size_t j = 0; j < 3; ++j) CHECK(got.gradient[j] == doctest::Approx(gradient[j]).epsilon(1e-14));
 }
 
+TEST_CASE(
+    "reduced gradient: many parameters (the sum in column slices on several threads), exact tree sums") {
+    // f(x; theta) = x0 * (theta_0 + ... + theta_{q-1}): df/dtheta_j = x0 at every point, so each
+    // gradient entry is the pairwise sum of the x0 over the points, bit for bit.
+    constexpr std::size_t q = 5000, points = 300;
+    const std::vector<double> x = {0.5};
+    const std::vector<double> theta(q, 0.25);
+    const Tape tape = record(std::span<const double>(x), std::span<const double>(theta),
+                             [](std::span<const Var> x, std::span<const Var> p) {
+                                 Var sum = p[0];
+                                 for (std::size_t j = 1; j < p.size(); ++j) sum = sum + p[j];
+                                 return std::vector<Var>{x[0] * sum};
+                             });
+    const ReducedTape reduced = ReducedTape::all_params(tape);
+    const reference::Vm vm(reduced.tape());
+    std::mt19937_64 rng(3);
+    std::uniform_real_distribution<double> uniform(-1, 1);
+    std::vector<double> inputs(points);
+    for (double& v : inputs) v = uniform(rng) * std::ldexp(1.0, static_cast<int>(rng() % 30));
+    for (const std::size_t chunk : {0, 7, 64}) {
+        ReducedOptions<double> options;
+        options.chunk_points = chunk;
+        std::vector<double> gradient(q);
+        reduced.gradient(vm, Batch<double>{points, inputs, theta}, std::span<double>(gradient), options);
+        const std::uint64_t want = std::bit_cast<std::uint64_t>(tree_sum(inputs, 0, points));
+        std::size_t wrong = 0;
+        for (const double g : gradient) wrong += std::bit_cast<std::uint64_t>(g) != want;
+        CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("reduced gradient: bad input is a clear error") {
     const Tape tape = model();
     CHECK_THROWS_AS(ReducedTape(tape, {4}), Error);     // out of range

@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "first_result.hpp"
 #include "inputs_file.hpp"
+#include "gmm_bench.hpp"
 #include "sparse_bench.hpp"
 #include "tapevm/tape_file.hpp"
 #include "workloads.hpp"
@@ -27,6 +28,7 @@ constexpr std::string_view help =
        tapevm bench --first-result [--cold] [--workload W] [--mode M] [--precision P] [--points N]
        tapevm bench --nn [OPTIONS]   the nn kernels (tapevm help bench-nn)
        tapevm bench --sparse N [--threads T] [--repeats R]
+       tapevm bench --gmm D,K,N [--threads T] [--repeats R]
        tapevm bench --workload W --points N [--mode M] --write-inputs FILE
        tapevm bench --workload W --write-tape FILE
 
@@ -67,6 +69,13 @@ options:
                   jvp per colour, on --threads threads: default 1, 0 all cores) against
                   ADOL-C's fov_forward with the same seed matrix (Debian's ADOL-C is built
                   without ColPack, which its sparse_jac needs), checked against each other
+  --gmm D,K,N     ADBench's GMM objective and its gradient instead (d D, K components, N
+                  points, drawn as ADBench draws them): tapevm::ReducedTape on the CPU VM
+                  (the point tape summed over the points, the prior tape once) against the
+                  hand-written f64 objective and gradient on the same threads and, on small
+                  instances, ADOL-C's reverse mode on the whole objective; gradient /
+                  objective time ratios (ADBench's figure), gradients checked against the
+                  hand-written one
   --write-inputs FILE
                   write one workload's N points (and the reference VM's results at 64 of
                   them) for bench/jax_bench.py, instead of measuring (bench/README.md)
@@ -75,11 +84,11 @@ options:
                   tape compiler's compile times: inspect FILE --plan --compile)
 )";
 
-constexpr OptionSpec options[] = {{"--workload", true},      {"--mode", true},       {"--backend", true},
-                                  {"--precision", true},     {"--threads", true},    {"--points", true},
-                                  {"--repeats", true},       {"--json", true},       {"--list", false},
-                                  {"--write-inputs", true},  {"--write-tape", true}, {"--help", false},
-                                  {"--first-result", false}, {"--cold", false},      {"--sparse", true}};
+constexpr OptionSpec options[] = {
+    {"--workload", true},      {"--mode", true},         {"--backend", true},    {"--precision", true},
+    {"--threads", true},       {"--points", true},       {"--repeats", true},    {"--json", true},
+    {"--list", false},         {"--write-inputs", true}, {"--write-tape", true}, {"--help", false},
+    {"--first-result", false}, {"--cold", false},        {"--sparse", true},     {"--gmm", true}};
 
 void list(std::ostream& out) {
     out << "workloads:\n";
@@ -146,6 +155,22 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         const unsigned repeats = static_cast<unsigned>(
             parse_count("--repeats", arguments.value("--repeats").value_or("20"), 1, 100000));
         return bench::run_sparse_bench(n, threads, repeats, out);
+    }
+    if (const auto sizes = arguments.value("--gmm")) {
+        std::size_t size[3] = {0, 0, 0};
+        std::string_view rest = *sizes;
+        for (std::size_t i = 0; i < 3; ++i) {
+            const std::size_t comma = rest.find(',');
+            if ((i < 2) == (comma == std::string_view::npos))
+                throw UsageError("--gmm takes D,K,N (three counts), got '" + std::string(*sizes) + "'");
+            size[i] = parse_count("--gmm", rest.substr(0, comma), 1, i == 2 ? 100'000'000 : 4096);
+            if (i < 2) rest = rest.substr(comma + 1);
+        }
+        const unsigned threads = static_cast<unsigned>(
+            parse_count("--threads", arguments.value("--threads").value_or("1"), 0, 1024));
+        const unsigned repeats = static_cast<unsigned>(
+            parse_count("--repeats", arguments.value("--repeats").value_or("5"), 1, 100000));
+        return bench::run_gmm_bench(size[0], size[1], size[2], threads, repeats, out);
     }
     bench::ConfigText text;
     const auto take = [&](std::string_view name, std::string_view& field) {

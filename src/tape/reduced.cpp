@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <string>
+#include <thread>
 
 #include "detail/pairwise_sum.hpp"
 #include "tapevm/error.hpp"
@@ -13,8 +14,32 @@ namespace tapevm {
 
 namespace {
 
-// About this many values in the per-call buffers of the default chunk.
-constexpr std::size_t chunk_values = std::size_t{1} << 24;
+// About this many values in each per-call buffer of the default chunk (16 MiB in f64), but at
+// least this many points per call (a backend's threads and SIMD lanes need points to share).
+constexpr std::size_t chunk_values = std::size_t{1} << 21;
+constexpr std::size_t min_chunk_points = 64;
+
+// The reduction runs on several threads (one slice of the gradient's columns each) from this
+// many values per chunk, with at least this many columns per slice.
+constexpr std::size_t reduction_threading_values = std::size_t{1} << 18;
+constexpr std::size_t min_slice_columns = 2048;
+constexpr unsigned max_reduction_threads = 16;
+std::size_t slice_begin(std::size_t columns, std::size_t slices, std::size_t slice) {
+    return columns * slice / slices;
+}
+
+// A calling thread's scratch buffers, kept from call to call: fresh buffers of this size cost
+// a page fault per page on every call (more than the reduction itself on the GMM workload).
+template <class Real> struct Scratch { std::vector<Real> inputs, terms, values; };
+template <class Real> Scratch<Real>& scratch() {
+    thread_local Scratch<Real> buffers;
+    return buffers;
+}
+// Grows `buffer` to at least `size` values (never shrinks; new values are not read first).
+template <class Real> std::span<Real> at_least(std::vector<Real>& buffer, std::size_t size) {
+    if (buffer.size() < size) buffer.resize(size);
+    return std::span<Real>(buffer).first(size);
+}
 
 std::vector<std::uint32_t> checked_differentiated(const Tape& tape,
                                                   std::vector<std::uint32_t> differentiated) {
@@ -109,45 +134,77 @@ Report ReducedTape::gradient(const Evaluator& evaluator, const Batch<Real>& batc
     for (std::size_t k = 0; k < kept_.size(); ++k) kept_params[k] = batch.params[kept_[k]];
     const bool want_value = options.value != nullptr || !options.point_values.empty();
 
-    std::size_t chunk = options.chunk_points != 0 ? floor_power_of_two(options.chunk_points)
-                                                  : floor_power_of_two(chunk_values / (width + 2));
+    std::size_t chunk = options.chunk_points != 0
+                            ? floor_power_of_two(options.chunk_points)
+                            : std::max(min_chunk_points, floor_power_of_two(chunk_values / (width + 2)));
     chunk = std::min(chunk, std::bit_ceil(std::max<std::size_t>(points, 1)));
-    std::vector<Real> inputs(chunk * width), cotangents(chunk), terms, values(want_value ? chunk : 0);
-    if (options.point_gradients.empty()) terms.resize(chunk * width);
+    Scratch<Real>& buffers = scratch<Real>();
+    const std::span<Real> inputs = at_least(buffers.inputs, chunk * width);
+    const std::span<Real> terms = options.point_gradients.empty() && (d > 0 || !want_value)
+                                      ? at_least(buffers.terms, chunk * width)
+                                      : std::span<Real>();
+    const std::span<Real> values = want_value ? at_least(buffers.values, chunk) : std::span<Real>();
+    std::vector<Real> cotangents(chunk);
 
-    detail::PairwiseSum gradient_sum(d), value_sum(want_value ? 1 : 0);
+    // The gradient's columns in slices, each summed by its own thread: the columns are
+    // independent sums, so the bits do not depend on the slicing.
+    const std::size_t slices = std::clamp<std::size_t>(
+        d * chunk < reduction_threading_values ? 1 : d / min_slice_columns, 1,
+        std::max(1u, std::min(std::thread::hardware_concurrency(), max_reduction_threads)));
+    std::vector<detail::PairwiseSum> gradient_sums;
+    for (std::size_t s = 0; s < slices; ++s)
+        gradient_sums.emplace_back(slice_begin(d, slices, s + 1) - slice_begin(d, slices, s));
+    detail::PairwiseSum value_sum(want_value ? 1 : 0);
     Report report;
     for (std::size_t first = 0; first < points; first += chunk) {
         const std::size_t count = std::min(chunk, points - first);
         for (std::size_t p = 0; p < count; ++p) {
             Real* row = inputs.data() + p * width;
             std::copy_n(batch.inputs.data() + (first + p) * n, n, row);
-            for (std::size_t j = 0; j < d; ++j) row[n + j] = batch.params[differentiated_[j]];
+            if (first == 0) {  // theta: the same in every row, kept from the first chunk on
+                for (std::size_t j = 0; j < d; ++j) row[n + j] = batch.params[differentiated_[j]];
+            }
             cotangents[p] = options.weights.empty() ? Real(1) : options.weights[first + p];
         }
-        const Batch<Real> part{count, std::span<const Real>(inputs).first(count * width), kept_params};
+        const Batch<Real> part{count, std::span<const Real>(inputs.first(count * width)), kept_params};
         const std::span<Real> part_terms =
-            options.point_gradients.empty() ? std::span<Real>(terms).first(count * width)
+            options.point_gradients.empty() ? terms.first(count * width)
                                             : options.point_gradients.subspan(first * width, count * width);
-        const Report vjp_report =
-            evaluator.vjp(part, std::span<const Real>(cotangents).first(count), part_terms);
-        for (const std::size_t point : vjp_report.diverged) report.diverged.push_back(first + point);
-        for (std::size_t p = 0; p < count; ++p) {
-            const Real* row = part_terms.data() + p * width + n;
-            gradient_sum.add([row](std::size_t j) { return row[j]; });
+        // Nothing differentiated and no per-point gradients asked for: the forward sweep alone.
+        const bool sweep = d > 0 || !options.point_gradients.empty() || !want_value;
+        if (sweep) {
+            const Report vjp_report =
+                evaluator.vjp(part, std::span<const Real>(cotangents).first(count), part_terms);
+            for (const std::size_t point : vjp_report.diverged) report.diverged.push_back(first + point);
+            const auto sum_slice = [&](std::size_t s) {
+                const std::size_t begin = slice_begin(d, slices, s);
+                for (std::size_t p = 0; p < count; ++p) {
+                    const Real* row = part_terms.data() + p * width + n + begin;
+                    gradient_sums[s].add([row](std::size_t j) { return row[j]; });
+                }
+            };
+            std::vector<std::thread> helpers;
+            for (std::size_t s = 1; s < slices; ++s) helpers.emplace_back(sum_slice, s);
+            sum_slice(0);
+            for (std::thread& helper : helpers) helper.join();
         }
         if (!want_value) continue;
-        const std::span<Real> part_values = options.point_values.empty()
-                                                ? std::span<Real>(values).first(count)
-                                                : options.point_values.subspan(first, count);
-        evaluator.forward(part, part_values);  // the same guards as the vjp: reported once
+        const std::span<Real> part_values =
+            options.point_values.empty() ? values.first(count) : options.point_values.subspan(first, count);
+        const Report forward_report = evaluator.forward(part, part_values);
+        if (!sweep) {  // else the same guards as the vjp's, reported once
+            for (const std::size_t point : forward_report.diverged) report.diverged.push_back(first + point);
+        }
         for (std::size_t p = 0; p < count; ++p) {
             const double term = static_cast<double>(cotangents[p]) * static_cast<double>(part_values[p]);
             value_sum.add([term](std::size_t) { return term; });
         }
     }
-    const std::vector<double> sum = gradient_sum.total();
-    for (std::size_t j = 0; j < d; ++j) gradient[j] = static_cast<Real>(sum[j]);
+    for (std::size_t s = 0; s < slices; ++s) {
+        const std::vector<double> sum = gradient_sums[s].total();
+        for (std::size_t j = 0; j < sum.size(); ++j)
+            gradient[slice_begin(d, slices, s) + j] = static_cast<Real>(sum[j]);
+    }
     if (options.value != nullptr) *options.value = static_cast<Real>(value_sum.total()[0]);
     return report;
 }

@@ -66,7 +66,8 @@ template <class Real> struct ReducedGradient {
 class ReducedTape {
 public:
     /// Marks parameters `differentiated` (indices into the tape's parameters, distinct, in
-    /// the order the gradient lists them; empty means none: only the value is reduced).
+    /// the order the gradient lists them; empty means none: only the value is reduced, by the
+    /// forward sweep alone unless point_gradients are asked for).
     /// Throws Unsupported when the tape has not exactly one output, Error on an index out of
     /// range or repeated.
     ReducedTape(const Tape& tape, std::vector<std::uint32_t> differentiated);
