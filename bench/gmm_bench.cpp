@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "median.hpp"
 #include "tapevm/cpu.hpp"
 #include "tapevm/error.hpp"
@@ -46,15 +48,20 @@ bool adolc_gmm(const examples::GmmInstance&, unsigned, std::vector<double>&, std
 }
 #endif
 
-int run_gmm_bench(std::size_t d, std::size_t k, std::size_t n, unsigned threads, unsigned repeats,
-                  std::ostream& out) {
+GmmResult measure_gmm(std::size_t d, std::size_t k, std::size_t n, unsigned threads, unsigned repeats) {
     using support::Clock;
     using support::seconds_since;
+    GmmResult r;
+    r.d = d;
+    r.k = k;
+    r.n = n;
+    r.threads = threads;
     const examples::GmmInstance g = examples::gmm_instance(d, k, n, 1);
     auto start = Clock::now();
     const Tape point_tape = examples::gmm_point_tape(d, k);
     const Tape prior_tape = examples::gmm_prior_tape(d, k, n, g.gamma, g.m);
-    const double record_s = seconds_since(start);
+    r.record_s = seconds_since(start);
+    r.instructions = point_tape.instruction_count();
     const ReducedTape gradient_model = ReducedTape::all_params(point_tape);
     const ReducedTape value_model(point_tape, {});
     cpu::Options options;
@@ -64,20 +71,21 @@ int run_gmm_bench(std::size_t d, std::size_t k, std::size_t n, unsigned threads,
     start = Clock::now();
     const cpu::Vm gradient_vm(gradient_model.tape(), options), value_vm(value_model.tape(), options),
         prior_vm(prior_tape, one);
-    const double setup_s = seconds_since(start);
+    r.setup_s = seconds_since(start);
+    r.backend = gradient_vm.name();
     const std::vector<double> theta = g.theta();
+    r.parameters = theta.size();
     const Batch<double> batch{n, g.x, theta};
     const Batch<double> prior_point = single_point<double>(theta);
 
-    double value = 0;
     std::vector<double> gradient(theta.size()), prior_gradient(theta.size());
     const auto objective = [&] {
         ReducedOptions<double> value_only;
-        value_only.value = &value;
+        value_only.value = &r.objective;
         value_model.gradient(value_vm, batch, std::span<double>(), value_only);
         double prior = 0;
         prior_vm.forward(prior_point, std::span<double>(&prior, 1));
-        value += prior;
+        r.objective += prior;
     };
     const auto gradient_run = [&] {
         gradient_model.gradient(gradient_vm, batch, std::span<double>(gradient));
@@ -85,47 +93,93 @@ int run_gmm_bench(std::size_t d, std::size_t k, std::size_t n, unsigned threads,
         for (std::size_t j = 0; j < gradient.size(); ++j) gradient[j] += prior_gradient[j];
     };
     support::warm_up(0.2, objective);
-    const double tapevm_objective = support::median(support::timed_runs(repeats, objective));
+    r.tapevm_objective_s = support::median(support::timed_runs(repeats, objective));
     support::warm_up(0.2, gradient_run);
-    const double tapevm_gradient = support::median(support::timed_runs(repeats, gradient_run));
+    r.tapevm_gradient_s = support::median(support::timed_runs(repeats, gradient_run));
 
-    double hand_value = 0;
     std::vector<double> hand_gradient;
-    const double hand_objective = support::median(
-        support::timed_runs(repeats, [&] { hand_value = examples::gmm_objective(g, threads); }));
-    const double hand_gradient_s = support::median(
+    r.hand_objective_s = support::median(
+        support::timed_runs(repeats, [&] { r.hand_objective = examples::gmm_objective(g, threads); }));
+    r.hand_gradient_s = support::median(
         support::timed_runs(repeats, [&] { hand_gradient = examples::gmm_gradient(g, threads); }));
-
-    out << "GMM d=" << d << " K=" << k << " n=" << n << ": " << theta.size() << " parameters, point tape "
-        << point_tape.instruction_count() << " instructions, " << gradient_vm.name() << "\n";
-    out << "  tapevm set-up: record " << ms(record_s) << ", CPU VM plans " << ms(setup_s) << "\n";
-    print_row(out, "tapevm (ReducedTape)", tapevm_objective, tapevm_gradient);
-    print_row(out, "hand-written f64", hand_objective, hand_gradient_s);
-    const double tapevm_error = largest_difference(gradient, hand_gradient);
-    out << "  objective " << value << " (hand-written " << hand_value << "); tapevm gradient's largest "
-        << "difference from the hand-written one: " << tapevm_error << " (relative)\n";
-    int status = tapevm_error <= 1e-9 ? 0 : 1;
+    r.tapevm_error = largest_difference(gradient, hand_gradient);
 
     const double tape_size =
         static_cast<double>(n) * static_cast<double>(k) * static_cast<double>(d * (d + 1) / 2);
     std::vector<double> adolc_objective_s, adolc_gradient_s, adolc_gradient;
     double adolc_value = 0;
     if (tape_size > 3e7) {
-        out << "  ADOL-C: not run (its tape would hold n K d (d + 1) / 2 = " << tape_size
-            << " > 3e7 operations)\n";
+        r.adolc_note = "not run: its tape would hold n K d (d + 1) / 2 = " + std::to_string(tape_size) +
+                       " > 3e7 operations";
     } else if (!adolc_gmm(g, repeats, adolc_objective_s, adolc_gradient_s, adolc_value, adolc_gradient)) {
-        out << "  ADOL-C: not built into this tapevm-bench\n";
+        r.adolc_note = "not built into this tapevm-bench";
     } else {
-        const double adolc_objective = support::median(adolc_objective_s);
-        const double adolc_gradient_m = support::median(adolc_gradient_s);
-        print_row(out, "ADOL-C (1 thread)", adolc_objective, adolc_gradient_m);
-        const double adolc_error = largest_difference(adolc_gradient, hand_gradient);
-        out << "  ADOL-C gradient's largest difference from the hand-written one: " << adolc_error << "\n";
-        out << "  tapevm gradient time / ADOL-C gradient time: " << tapevm_gradient / adolc_gradient_m
-            << "\n";
-        if (adolc_error > 1e-9) status = 1;
+        r.adolc_run = true;
+        r.adolc_objective_s = support::median(adolc_objective_s);
+        r.adolc_gradient_s = support::median(adolc_gradient_s);
+        r.adolc_error = largest_difference(adolc_gradient, hand_gradient);
     }
-    return status;
+    return r;
+}
+
+void print_gmm(const GmmResult& r, std::ostream& out) {
+    out << "GMM d=" << r.d << " K=" << r.k << " n=" << r.n << ": " << r.parameters
+        << " parameters, point tape " << r.instructions << " instructions, " << r.backend << "\n";
+    out << "  tapevm set-up: record " << ms(r.record_s) << ", CPU VM plans " << ms(r.setup_s) << "\n";
+    print_row(out, "tapevm (ReducedTape)", r.tapevm_objective_s, r.tapevm_gradient_s);
+    print_row(out, "hand-written f64", r.hand_objective_s, r.hand_gradient_s);
+    out << "  objective " << r.objective << " (hand-written " << r.hand_objective << "); tapevm gradient's "
+        << "largest difference from the hand-written one: " << r.tapevm_error << " (relative)\n";
+    if (!r.adolc_run) {
+        out << "  ADOL-C: " << r.adolc_note << "\n";
+        return;
+    }
+    print_row(out, "ADOL-C (1 thread)", r.adolc_objective_s, r.adolc_gradient_s);
+    out << "  ADOL-C gradient's largest difference from the hand-written one: " << r.adolc_error << "\n";
+    out << "  tapevm gradient time / ADOL-C gradient time: " << r.tapevm_gradient_s / r.adolc_gradient_s
+        << "\n";
+}
+
+void write_gmm_json(const GmmResult& r, std::ostream& out) {
+    nlohmann::ordered_json json = {
+        {"problem", "gmm"},
+        {"d", r.d},
+        {"k", r.k},
+        {"n", r.n},
+        {"parameters", r.parameters},
+        {"point_tape_instructions", r.instructions},
+        {"threads", r.threads},
+        {"backend", r.backend},
+        {"record_s", r.record_s},
+        {"setup_s", r.setup_s},
+        {"tapevm",
+         {{"objective_s", r.tapevm_objective_s},
+          {"gradient_s", r.tapevm_gradient_s},
+          {"ratio", r.tapevm_gradient_s / r.tapevm_objective_s},
+          {"largest_difference", r.tapevm_error}}},
+        {"hand_written",
+         {{"objective_s", r.hand_objective_s},
+          {"gradient_s", r.hand_gradient_s},
+          {"ratio", r.hand_gradient_s / r.hand_objective_s}}},
+        {"objective", r.objective},
+        {"passed", r.passed()},
+    };
+    if (r.adolc_run) {
+        json["adolc"] = {{"objective_s", r.adolc_objective_s},
+                         {"gradient_s", r.adolc_gradient_s},
+                         {"ratio", r.adolc_gradient_s / r.adolc_objective_s},
+                         {"largest_difference", r.adolc_error}};
+    } else {
+        json["adolc"] = {{"note", r.adolc_note}};
+    }
+    out << json.dump(1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+}
+
+int run_gmm_bench(std::size_t d, std::size_t k, std::size_t n, unsigned threads, unsigned repeats,
+                  std::ostream& out) {
+    const GmmResult result = measure_gmm(d, k, n, threads, repeats);
+    print_gmm(result, out);
+    return result.passed() ? 0 : 1;
 }
 
 }  // namespace tapevm::bench

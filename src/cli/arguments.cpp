@@ -81,6 +81,23 @@ std::size_t parse_count(std::string_view name, std::string_view text, std::size_
     return count;
 }
 
+std::vector<std::size_t> parse_counts(std::string_view name, std::string_view text, std::size_t how_many,
+                                      std::size_t minimum, std::size_t maximum) {
+    std::vector<std::size_t> counts;
+    std::string_view rest = text;
+    while (true) {
+        const std::size_t comma = rest.find(',');
+        counts.push_back(parse_count(name, rest.substr(0, comma), minimum, maximum));
+        if (comma == std::string_view::npos) break;
+        rest = rest.substr(comma + 1);
+    }
+    if (counts.size() != how_many)
+        throw UsageError("option " + std::string(name) + ": '" + std::string(text) + "' has " +
+                         std::to_string(counts.size()) + " comma-separated numbers, expected " +
+                         std::to_string(how_many));
+    return counts;
+}
+
 bool Arguments::answered_help(std::string_view help, std::ostream& out) const {
     if (!has("--help")) return false;
     out << help;

@@ -80,4 +80,8 @@ Arguments parse_arguments(std::string_view command, std::span<const std::string_
 std::size_t parse_count(std::string_view name, std::string_view text, std::size_t minimum,
                         std::size_t maximum);
 
+/// Parses `how_many` comma-separated whole numbers in [minimum, maximum] ("10,25,1000").
+std::vector<std::size_t> parse_counts(std::string_view name, std::string_view text, std::size_t how_many,
+                                      std::size_t minimum, std::size_t maximum);
+
 }  // namespace tapevm::cli

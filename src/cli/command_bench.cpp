@@ -157,15 +157,7 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
         return bench::run_sparse_bench(n, threads, repeats, out);
     }
     if (const auto sizes = arguments.value("--gmm")) {
-        std::size_t size[3] = {0, 0, 0};
-        std::string_view rest = *sizes;
-        for (std::size_t i = 0; i < 3; ++i) {
-            const std::size_t comma = rest.find(',');
-            if ((i < 2) == (comma == std::string_view::npos))
-                throw UsageError("--gmm takes D,K,N (three counts), got '" + std::string(*sizes) + "'");
-            size[i] = parse_count("--gmm", rest.substr(0, comma), 1, i == 2 ? 100'000'000 : 4096);
-            if (i < 2) rest = rest.substr(comma + 1);
-        }
+        const std::vector<std::size_t> size = parse_counts("--gmm", *sizes, 3, 1, 100'000'000);
         const unsigned threads = static_cast<unsigned>(
             parse_count("--threads", arguments.value("--threads").value_or("1"), 0, 1024));
         const unsigned repeats = static_cast<unsigned>(

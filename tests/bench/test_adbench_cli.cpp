@@ -121,8 +121,8 @@ TEST_CASE("tapevm adbench: a failed check exits with status 1") {
 
 TEST_CASE("tapevm adbench: bad arguments and files are errors with exit status 2") {
     const std::string test = data_folder + "/test.txt";
-    check_error(run_cli({"adbench"}), "adbench needs a problem (ba) and an instance file");
-    check_error(run_cli({"adbench", "gmm", test}), "unknown problem 'gmm' (known: ba)");
+    check_error(run_cli({"adbench"}), "adbench needs a problem (ba or gmm) and an instance");
+    check_error(run_cli({"adbench", "lstm", test}), "unknown problem 'lstm' (known: ba, gmm)");
     check_error(run_cli({"adbench", "ba", test, "--backend", "fast"}), "unknown backend 'fast'");
     check_error(run_cli({"adbench", "ba", test, "--precision", "f16"}), "unknown precision 'f16'");
     check_error(run_cli({"adbench", "ba", test, "--threads", "x"}), "--threads");
@@ -141,4 +141,33 @@ TEST_CASE("tapevm adbench: bad arguments and files are errors with exit status 2
     const CliResult adbench_help = run_cli({"adbench", "--help"});
     CHECK(adbench_help.status == 0);
     CHECK(adbench_help.out.starts_with("usage: tapevm adbench ba FILE"));
+}
+
+TEST_CASE("tapevm adbench gmm D,K,N: times, ratios, the gradients checked, JSON; bad arguments") {
+    const fs::path json = temp_path("gmm.json");
+    const CliResult result =
+        run_cli({"adbench", "gmm", "3,4,200", "--threads", "2", "--repeats", "2", "--json", json.string()});
+    INFO(result.err);
+    INFO(result.out);
+    REQUIRE(result.status == 0);
+    CHECK(result.out.starts_with("GMM d=3 K=4 n=200: 40 parameters, point tape "));
+    CHECK(result.out.find("tapevm (ReducedTape)") != std::string::npos);
+    CHECK(result.out.find("hand-written f64") != std::string::npos);
+    const nlohmann::json record = nlohmann::json::parse(read_text(json));
+    fs::remove(json);
+    CHECK(record["problem"] == "gmm");
+    CHECK(record["parameters"] == 40);  // K + K d + K d (d + 1) / 2
+    CHECK(record["passed"] == true);
+    CHECK(record["tapevm"]["largest_difference"].get<double>() <= 1e-9);
+    CHECK(record["tapevm"]["gradient_s"].get<double>() > 0);
+    CHECK(record["hand_written"]["ratio"].get<double>() > 0);
+#if TAPEVM_BENCH_ADOLC
+    CHECK(record["adolc"]["largest_difference"].get<double>() <= 1e-9);
+#else
+    CHECK(record["adolc"]["note"] == "not built into this tapevm-bench");
+#endif
+    check_error(run_cli({"adbench", "gmm", "3,4"}), "expected 3");
+    check_error(run_cli({"adbench", "gmm", "0,4,10"}), "not a whole number from 1");
+    check_error(run_cli({"adbench", "gmm", "3,4,10", "--backend", "gpu"}), "--backend is an option of ba");
+    check_error(run_cli({"adbench", "lstm", "3,4,10"}), "unknown problem 'lstm'");
 }

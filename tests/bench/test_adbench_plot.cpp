@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 
 const std::string python = TAPEVM_PYTHON3;
 const std::string plot_script = TAPEVM_PLOT_SCRIPT;
+const std::string gmm_plot_script = TAPEVM_GMM_PLOT_SCRIPT;
 
 fs::path temp_path(const std::string& name) {
     std::random_device entropy;
@@ -154,6 +155,43 @@ TEST_CASE("plot.py: a file that is not JSON is an error") {
     CHECK(run_plot(input, output) != 0);
     fs::remove(input);
     CHECK_FALSE(fs::exists(output));
+}
+
+TEST_CASE("plot_gmm.py: one marker per instance and series, ADOL-C left out where it did not run") {
+    const fs::path small = temp_path("gmm_small.json"), large = temp_path("gmm_large.json"),
+                   output = temp_path("gmm.svg");
+    const auto result = [](int d, double tapevm_ratio, bool adolc) {
+        std::ostringstream text;
+        text << R"({"problem": "gmm", "d": )" << d
+             << R"(, "k": 5, "n": 1000, "threads": 1, "tapevm": {"ratio": )" << tapevm_ratio
+             << R"(}, "hand_written": {"ratio": 2.0}, "adolc": )"
+             << (adolc ? R"({"ratio": 2.5})" : R"({"note": "not run"})") << "}";
+        return text.str();
+    };
+    std::ofstream(small) << result(2, 1.5, true);
+    std::ofstream(large) << result(64, 6.0, false);
+    const std::string command = "\"" + python + "\" \"" + gmm_plot_script + "\" \"" + small.string() +
+                                "\" \"" + large.string() + "\" -o \"" + output.string() +
+                                "\" > /dev/null 2>&1";
+    REQUIRE(std::system(command.c_str()) == 0);
+    const std::string svg = read_text(output);
+    for (const fs::path& path : {small, large, output}) fs::remove(path);
+    const auto markers = [&](const std::string& id) {
+        const std::string group = group_with_id(svg, id);
+        std::size_t count = 0;
+        for (auto at = group.find("<use"); at != std::string::npos; at = group.find("<use", at + 1)) ++count;
+        return count;
+    };
+    CHECK(markers("series:tapevm (ReducedTape)") == 2);
+    CHECK(markers("series:hand-written f64") == 2);
+    CHECK(markers("series:ADOL-C") == 1);
+    // Not a gmm result: an error.
+    const fs::path other = temp_path("other.json");
+    std::ofstream(other) << "[" << record("ba", "cpu", "f64", 1, 1000, 1) << "]";
+    const std::string bad = "\"" + python + "\" \"" + gmm_plot_script + "\" \"" + other.string() +
+                            "\" -o \"" + output.string() + "\" > /dev/null 2>&1";
+    CHECK(std::system(bad.c_str()) != 0);
+    fs::remove(other);
 }
 
 int main(int argc, char** argv) {
