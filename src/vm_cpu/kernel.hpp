@@ -488,7 +488,8 @@ template <class Arch, class Real> struct Kernel {
                         fill(tangents.at(i, j), lanes, Real(i == j ? 1 : 0));
                 }
             }
-            build_programs(tape, plan, request, state);
+            if (!state.programs_built) build_programs(tape, plan, request, state);
+            state.programs_built = true;
             state.prefilled = true;
         }
         if (request.tensors) {

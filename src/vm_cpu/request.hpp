@@ -72,8 +72,7 @@ template <class Real> struct PendingResults {
 template <class Real> struct BlockState {
     Real* scratch = nullptr;  // aligned to 64 bytes, scratch_reals() values
     std::size_t lanes = 0;    // lanes per block (a multiple of the SIMD width)
-    bool prefilled = false;   // Const (and shared Param) slots hold their values already
-                              // and `program` is built
+    bool prefilled = false;   // Const (and shared Param) slots hold this call's values already
     Program<Real> program;    // entries allocated by the caller (program_entries())
     /// The block this participant evaluates next (count 0: none), whose inputs and results
     /// the kernels prefetch while they evaluate this one.
@@ -85,6 +84,9 @@ template <class Real> struct BlockState {
     /// out; `pending` is what is left of that (null and empty otherwise).
     Real* staging = nullptr;
     PendingResults<Real> pending;
+    /// `program` is decoded over this scratch already (a workspace kept from an earlier call
+    /// of the same mode, rows and lanes): only the Const and Param rows are filled again.
+    bool programs_built = false;
 };
 
 /// Reals of scratch one block of `lanes` lanes needs for `mode` with `rows` rows: value

@@ -1,9 +1,11 @@
 // tapevm::cpu::Vm: turns each Evaluator call into a Request, cuts the batch into blocks of
 // lanes and hands them to the participants of the call (this thread and idle pool workers)
-// through an atomic counter. Each participant owns its scratch for the call; guards are
+// through an atomic counter. Each participant owns a workspace (scratch and decoded programs)
+// for the call, kept by the Engine for the next calls; guards are
 // checked here, after each block, and the diverged points merged and sorted at the end.
 #include <algorithm>
 #include <atomic>
+#include <memory>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -34,6 +36,41 @@ std::size_t block_lanes_from_environment() {
     }
     return static_cast<std::size_t>(lanes);
 }
+
+/// Scratch of one participant, aligned for every instruction set's loads.
+template <class Real> struct Scratch {
+    explicit Scratch(std::size_t reals)
+        : data(static_cast<Real*>(
+              ::operator new[](std::max<std::size_t>(1, reals) * sizeof(Real), std::align_val_t{64}))) {}
+    ~Scratch() { ::operator delete[](data, std::align_val_t{64}); }
+    Scratch(const Scratch&) = delete;
+    Scratch& operator=(const Scratch&) = delete;
+    Real* data;
+};
+
+/// What one participant evaluates blocks in: its scratch, its staging buffer (streamed
+/// results) and its decoded programs, which hold addresses in that scratch. Kept by the
+/// Engine from call to call: on a long tape, allocating them and decoding the programs
+/// (about 180 bytes per instruction) cost more than a small call's sweeps.
+template <class Real> struct Workspace {
+    Workspace(Mode m, std::size_t r, std::size_t l, std::size_t scratch_reals, std::size_t staging_reals,
+              std::size_t entries_count, std::size_t value_entries)
+        : mode(m), rows(r), lanes(l), staging_size(staging_reals), scratch(scratch_reals),
+          staging(staging_reals), entries(entries_count) {
+        program.values = entries.data();
+        program.adjoints = entries.data() + value_entries;
+    }
+    bool fits(Mode m, std::size_t r, std::size_t l, std::size_t staging_reals) const {
+        return mode == m && rows == r && lanes == l && staging_size == staging_reals;
+    }
+    Mode mode;
+    std::size_t rows, lanes, staging_size;
+    Scratch<Real> scratch;
+    Scratch<Real> staging;
+    std::vector<Entry<Real>> entries;
+    Program<Real> program;
+    bool built = false;  // program decoded (over this scratch)
+};
 
 /// Everything a Vm holds; behind a pointer so Vm stays movable and its header light.
 struct Engine {
@@ -117,20 +154,47 @@ struct Engine {
     }
     mutable std::once_flag whole_once, split_once;
     mutable std::vector<PointPart> whole_parts, split_parts;
+
+    /// A workspace for one participant of a call (a kept one that fits, else a new one).
+    template <class Real>
+    std::unique_ptr<Workspace<Real>> take_workspace(Mode mode, std::size_t rows, std::size_t lanes,
+                                                    std::size_t staging_reals) const {
+        {
+            const std::lock_guard lock(workspaces_mutex);
+            auto& kept = workspaces<Real>();
+            for (auto it = kept.rbegin(); it != kept.rend(); ++it) {
+                if ((*it)->fits(mode, rows, lanes, staging_reals)) {
+                    std::unique_ptr<Workspace<Real>> found = std::move(*it);
+                    kept.erase(std::next(it).base());
+                    return found;
+                }
+            }
+        }
+        return std::make_unique<Workspace<Real>>(mode, rows, lanes, scratch_reals(plan, mode, rows, lanes),
+                                                 staging_reals, program_entries(plan, mode),
+                                                 plan.compute_slots.size());
+    }
+    /// Keeps a workspace for later calls: the newest 2 x threads of each precision (a call
+    /// uses at most `threads`), so the memory kept is about that of two calls' scratch.
+    template <class Real> void give_back(std::unique_ptr<Workspace<Real>> workspace) const {
+        const std::lock_guard lock(workspaces_mutex);
+        auto& kept = workspaces<Real>();
+        kept.push_back(std::move(workspace));
+        if (kept.size() > 2 * std::size_t{threads}) kept.erase(kept.begin());
+    }
+    template <class Real> std::vector<std::unique_ptr<Workspace<Real>>>& workspaces() const {
+        if constexpr (std::is_same_v<Real, double>) {
+            return f64_workspaces;
+        } else {
+            return f32_workspaces;
+        }
+    }
+    mutable std::mutex workspaces_mutex;
+    mutable std::vector<std::unique_ptr<Workspace<double>>> f64_workspaces;
+    mutable std::vector<std::unique_ptr<Workspace<float>>> f32_workspaces;
 };
 
 namespace {
-
-/// Scratch of one participant, aligned for every instruction set's loads.
-template <class Real> struct Scratch {
-    explicit Scratch(std::size_t reals)
-        : data(static_cast<Real*>(
-              ::operator new[](std::max<std::size_t>(1, reals) * sizeof(Real), std::align_val_t{64}))) {}
-    ~Scratch() { ::operator delete[](data, std::align_val_t{64}); }
-    Scratch(const Scratch&) = delete;
-    Scratch& operator=(const Scratch&) = delete;
-    Real* data;
-};
 
 template <class Real> struct Call {
     const Engine* engine;
@@ -175,14 +239,14 @@ template <class Real> void participate(void* context) {
     const Engine& engine = *call.engine;
     const Request<Real>& request = *call.request;
     const KernelSet<Real>& kernels = engine.kernels<Real>();
-    Scratch<Real> scratch(scratch_reals(engine.plan, request.mode, request.rows, call.lanes));
-    std::vector<Entry<Real>> entries(program_entries(engine.plan, request.mode));
     // Streamed results wait in a staging buffer of a block's results (background.hpp).
-    Scratch<Real> staging(request.stream_results ? result_columns(engine.plan, request) * call.lanes + 64
-                                                 : 0);
-    BlockState<Real> state{scratch.data, call.lanes, false, {}, 0, 0, staging.data, {}};
-    state.program.values = entries.data();
-    state.program.adjoints = entries.data() + engine.plan.compute_slots.size();
+    std::unique_ptr<Workspace<Real>> workspace = engine.take_workspace<Real>(
+        request.mode, request.rows, call.lanes,
+        request.stream_results ? result_columns(engine.plan, request) * call.lanes + 64 : 0);
+    BlockState<Real> state{workspace->scratch.data, call.lanes, false, workspace->program, 0, 0,
+                           workspace->staging.data, {}};
+    state.programs_built = workspace->built;
+    const Real* scratch = workspace->scratch.data;
     std::vector<std::size_t> diverged;
     // Each participant claims its next block before it evaluates the current one, so the
     // kernels can prefetch the next block's inputs and results meanwhile.
@@ -199,11 +263,14 @@ template <class Real> void participate(void* context) {
         kernels.run_block(engine.tape, engine.plan, request, state, first, count);
         block = next;
         if (engine.tape.guard_count() != 0) {
-            check_guards(engine.tape, engine.plan, request.mode == Mode::hvp, scratch.data, call.lanes, first,
+            check_guards(engine.tape, engine.plan, request.mode == Mode::hvp, scratch, call.lanes, first,
                          count, diverged);
         }
     }
     kernels.finish(state);
+    workspace->program = state.program;
+    workspace->built = state.programs_built;
+    engine.give_back(std::move(workspace));
     if (!diverged.empty()) {
         const std::lock_guard lock(call.mutex);
         call.diverged.insert(call.diverged.end(), diverged.begin(), diverged.end());
