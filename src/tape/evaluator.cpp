@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "detail/expand_lanes.hpp"
+#include "detail/pairwise_sum.hpp"
 #include "tapevm/error.hpp"
 
 namespace tapevm {
@@ -113,7 +114,80 @@ Report jvps_by_jvp(const Evaluator& evaluator, const Batch<Real>& batch, std::sp
     return report;
 }
 
+// The rows of a shared-inputs batch: each point's own inputs, then the shared ones.
+template <class Real>
+std::vector<Real> whole_rows(const Batch<Real>& batch, std::size_t from, std::span<const Real> shared) {
+    const std::size_t n = from + shared.size();
+    std::vector<Real> rows(batch.points * n);
+    for (std::size_t p = 0; p < batch.points; ++p) {
+        std::copy_n(batch.inputs.data() + p * from, from, rows.data() + p * n);
+        std::copy(shared.begin(), shared.end(), rows.data() + p * n + from);
+    }
+    return rows;
+}
+
+template <class Real>
+Report forward_shared_by_rows(const Evaluator& evaluator, const Batch<Real>& batch, std::size_t from,
+                              std::span<const Real> shared, std::span<Real> outputs) {
+    const std::vector<Real> rows = whole_rows(batch, from, shared);
+    return evaluator.forward(Batch<Real>{batch.points, rows, batch.params}, outputs);
+}
+
+// Points of a sub-batch: whole rows of about this many values at a time, so the sums come in
+// groups of that many points (a power of two) and the memory stays bounded.
+constexpr std::size_t shared_rows_values = std::size_t{1} << 21;
+
+template <class Real>
+Report vjp_shared_by_rows(const Evaluator& evaluator, const Batch<Real>& batch, std::size_t from,
+                          std::span<const Real> shared, std::span<const Real> cotangents,
+                          std::span<Real> point_results, SharedSums& sums) {
+    const std::size_t n = from + shared.size(), d = shared.size(), m = evaluator.tape().output_count();
+    std::size_t group = 1;
+    while (group * 2 * (n + 1) <= shared_rows_values && group * 2 <= batch.points && group * 2 <= sums.group)
+        group *= 2;
+    sums.group = group;
+    const std::size_t groups = (batch.points + group - 1) / group;
+    sums.sums.assign(groups * d, 0.0);
+    Report report;
+    std::vector<Real> results(group * n), column(group);
+    for (std::size_t g = 0; g < groups; ++g) {
+        const std::size_t first = g * group, count = std::min(group, batch.points - first);
+        const Batch<Real> part{count, batch.inputs.subspan(first * from, count * from), batch.params};
+        const std::vector<Real> rows = whole_rows(part, from, shared);
+        const Report part_report =
+            evaluator.vjp(Batch<Real>{count, rows, batch.params}, cotangents.subspan(first * m, count * m),
+                          std::span<Real>(results).first(count * n));
+        for (const std::size_t point : part_report.diverged) report.diverged.push_back(first + point);
+        for (std::size_t p = 0; p < count; ++p)
+            std::copy_n(results.data() + p * n, from, point_results.data() + (first + p) * from);
+        for (std::size_t j = 0; j < d; ++j) {
+            for (std::size_t p = 0; p < count; ++p) column[p] = results[p * n + from + j];
+            sums.sums[g * d + j] = detail::tree_sum(column.data(), count);
+        }
+    }
+    return report;
+}
+
 }  // namespace
+
+Report Evaluator::evaluate_forward_shared(const Batch<double>& batch, std::size_t from,
+                                          std::span<const double> shared, std::span<double> outputs) const {
+    return forward_shared_by_rows(*this, batch, from, shared, outputs);
+}
+Report Evaluator::evaluate_forward_shared(const Batch<float>& batch, std::size_t from,
+                                          std::span<const float> shared, std::span<float> outputs) const {
+    return forward_shared_by_rows(*this, batch, from, shared, outputs);
+}
+Report Evaluator::evaluate_vjp_shared(const Batch<double>& batch, std::size_t from,
+                                      std::span<const double> shared, std::span<const double> cotangents,
+                                      std::span<double> point_results, SharedSums& sums) const {
+    return vjp_shared_by_rows(*this, batch, from, shared, cotangents, point_results, sums);
+}
+Report Evaluator::evaluate_vjp_shared(const Batch<float>& batch, std::size_t from,
+                                      std::span<const float> shared, std::span<const float> cotangents,
+                                      std::span<float> point_results, SharedSums& sums) const {
+    return vjp_shared_by_rows(*this, batch, from, shared, cotangents, point_results, sums);
+}
 
 Report Evaluator::jvps(const Batch<double>& batch, std::span<const double> directions, std::size_t count,
                        std::span<double> results) const {

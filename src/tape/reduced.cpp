@@ -18,6 +18,11 @@ namespace {
 // least this many points per call (a backend's threads and SIMD lanes need points to share).
 constexpr std::size_t chunk_values = std::size_t{1} << 21;
 constexpr std::size_t min_chunk_points = 64;
+// Through the shared-input hooks a point costs its own inputs and a share of the group sums
+// (groups of 16 or more points on the CPU VM): chunks of about this many values over that, at
+// most this many points.
+constexpr std::size_t shared_chunk_values = std::size_t{1} << 23;
+constexpr std::size_t max_shared_chunk_points = std::size_t{1} << 16;
 
 // The reduction runs on several threads (one slice of the gradient's columns each) from this
 // many values per chunk, with at least this many columns per slice.
@@ -134,17 +139,22 @@ Report ReducedTape::gradient(const Evaluator& evaluator, const Batch<Real>& batc
     for (std::size_t k = 0; k < kept_.size(); ++k) kept_params[k] = batch.params[kept_[k]];
     const bool want_value = options.value != nullptr || !options.point_values.empty();
 
-    std::size_t chunk = options.chunk_points != 0
-                            ? floor_power_of_two(options.chunk_points)
-                            : std::max(min_chunk_points, floor_power_of_two(chunk_values / (width + 2)));
+    // Without per-point gradients, the evaluator's shared-input hooks: theta given once, its
+    // adjoints summed in groups (no row of n + d values per point). Else whole lifted rows.
+    const bool shared = options.point_gradients.empty();
+    std::size_t chunk =
+        options.chunk_points != 0 ? floor_power_of_two(options.chunk_points)
+        : shared ? floor_power_of_two(std::clamp<std::size_t>(shared_chunk_values / (n + 2 + d / 16),
+                                                              min_chunk_points, max_shared_chunk_points))
+                 : floor_power_of_two(std::max(min_chunk_points, chunk_values / (width + 2)));
     chunk = std::min(chunk, std::bit_ceil(std::max<std::size_t>(points, 1)));
     Scratch<Real>& buffers = scratch<Real>();
-    const std::span<Real> inputs = at_least(buffers.inputs, chunk * width);
-    const std::span<Real> terms = options.point_gradients.empty() && (d > 0 || !want_value)
-                                      ? at_least(buffers.terms, chunk * width)
-                                      : std::span<Real>();
+    const std::span<Real> inputs = shared ? std::span<Real>() : at_least(buffers.inputs, chunk * width);
+    const std::span<Real> terms = shared ? at_least(buffers.terms, chunk * n) : std::span<Real>();
     const std::span<Real> values = want_value ? at_least(buffers.values, chunk) : std::span<Real>();
-    std::vector<Real> cotangents(chunk);
+    std::vector<Real> cotangents(chunk), theta(d);
+    for (std::size_t j = 0; j < d; ++j) theta[j] = batch.params[differentiated_[j]];
+    SharedSums sums;
 
     // The gradient's columns in slices, each summed by its own thread: the columns are
     // independent sums, so the bits do not depend on the slicing.
@@ -154,44 +164,64 @@ Report ReducedTape::gradient(const Evaluator& evaluator, const Batch<Real>& batc
     std::vector<detail::PairwiseSum> gradient_sums;
     for (std::size_t s = 0; s < slices; ++s)
         gradient_sums.emplace_back(slice_begin(d, slices, s + 1) - slice_begin(d, slices, s));
+    const auto sum_slices = [&](auto&& add_rows) {
+        std::vector<std::thread> helpers;
+        for (std::size_t s = 1; s < slices; ++s) helpers.emplace_back(add_rows, s);
+        add_rows(std::size_t{0});
+        for (std::thread& helper : helpers) helper.join();
+    };
     detail::PairwiseSum value_sum(want_value ? 1 : 0);
     Report report;
     for (std::size_t first = 0; first < points; first += chunk) {
         const std::size_t count = std::min(chunk, points - first);
-        for (std::size_t p = 0; p < count; ++p) {
-            Real* row = inputs.data() + p * width;
-            std::copy_n(batch.inputs.data() + (first + p) * n, n, row);
-            if (first == 0) {  // theta: the same in every row, kept from the first chunk on
-                for (std::size_t j = 0; j < d; ++j) row[n + j] = batch.params[differentiated_[j]];
-            }
+        for (std::size_t p = 0; p < count; ++p)
             cotangents[p] = options.weights.empty() ? Real(1) : options.weights[first + p];
+        if (!shared) {
+            for (std::size_t p = 0; p < count; ++p) {
+                Real* row = inputs.data() + p * width;
+                std::copy_n(batch.inputs.data() + (first + p) * n, n, row);
+                if (first == 0) std::copy(theta.begin(), theta.end(), row + n);  // kept for later chunks
+            }
         }
-        const Batch<Real> part{count, std::span<const Real>(inputs.first(count * width)), kept_params};
-        const std::span<Real> part_terms =
-            options.point_gradients.empty() ? terms.first(count * width)
-                                            : options.point_gradients.subspan(first * width, count * width);
+        // The chunk in the lifted tape's layout, or its own inputs for the shared-input hooks.
+        const Batch<Real> part =
+            shared ? Batch<Real>{count, batch.inputs.subspan(first * n, count * n), kept_params}
+                   : Batch<Real>{count, std::span<const Real>(inputs.first(count * width)), kept_params};
+        const std::span<const Real> part_cotangents = std::span<const Real>(cotangents).first(count);
         // Nothing differentiated and no per-point gradients asked for: the forward sweep alone.
-        const bool sweep = d > 0 || !options.point_gradients.empty() || !want_value;
-        if (sweep) {
-            const Report vjp_report =
-                evaluator.vjp(part, std::span<const Real>(cotangents).first(count), part_terms);
+        const bool sweep = d > 0 || !shared || !want_value;
+        if (sweep && shared) {
+            sums.group = chunk;  // groups aligned within the chunk, so every group is a node of the tree
+            const Report vjp_report = evaluator.evaluate_vjp_shared(
+                part, n, std::span<const Real>(theta), part_cotangents, terms.first(count * n), sums);
             for (const std::size_t point : vjp_report.diverged) report.diverged.push_back(first + point);
-            const auto sum_slice = [&](std::size_t s) {
+            const unsigned level = static_cast<unsigned>(std::countr_zero(sums.group));
+            sum_slices([&](std::size_t s) {
+                const std::size_t begin = slice_begin(d, slices, s);
+                for (std::size_t g = 0; g * sums.group < count; ++g) {
+                    const double* row = sums.sums.data() + g * d + begin;
+                    gradient_sums[s].add_node(level, std::min(sums.group, count - g * sums.group),
+                                              [row](std::size_t j) { return row[j]; });
+                }
+            });
+        } else if (sweep) {
+            const std::span<Real> part_terms = options.point_gradients.subspan(first * width, count * width);
+            const Report vjp_report = evaluator.vjp(part, part_cotangents, part_terms);
+            for (const std::size_t point : vjp_report.diverged) report.diverged.push_back(first + point);
+            sum_slices([&](std::size_t s) {
                 const std::size_t begin = slice_begin(d, slices, s);
                 for (std::size_t p = 0; p < count; ++p) {
                     const Real* row = part_terms.data() + p * width + n + begin;
                     gradient_sums[s].add([row](std::size_t j) { return row[j]; });
                 }
-            };
-            std::vector<std::thread> helpers;
-            for (std::size_t s = 1; s < slices; ++s) helpers.emplace_back(sum_slice, s);
-            sum_slice(0);
-            for (std::thread& helper : helpers) helper.join();
+            });
         }
         if (!want_value) continue;
         const std::span<Real> part_values =
             options.point_values.empty() ? values.first(count) : options.point_values.subspan(first, count);
-        const Report forward_report = evaluator.forward(part, part_values);
+        const Report forward_report =
+            shared ? evaluator.evaluate_forward_shared(part, n, std::span<const Real>(theta), part_values)
+                   : evaluator.forward(part, part_values);
         if (!sweep) {  // else the same guards as the vjp's, reported once
             for (const std::size_t point : forward_report.diverged) report.diverged.push_back(first + point);
         }

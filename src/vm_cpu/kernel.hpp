@@ -26,6 +26,7 @@
 
 #include "background.hpp"
 #include "detail/dual.hpp"
+#include "detail/pairwise_sum.hpp"
 #include "detail/op_formulas.hpp"
 #include "point_program.hpp"
 #include "program_sweeps.hpp"
@@ -496,7 +497,13 @@ template <class Arch, class Real> struct Kernel {
             for (std::uint32_t i = 0; i < n; ++i)
                 tensor_load(request.tensor_inputs[i], first, count, values.at(i), lanes, false);
         } else {
-            gather(values.at(0), lanes, batch.inputs.data(), n, first, count, lanes, batch.points);
+            gather(values.at(0), lanes, batch.inputs.data(), gathered_inputs(plan, request), first, count,
+                   lanes, batch.points);
+            if (request.has_shared) {  // every block: the rows of inputs are reused after their last reader
+                for (std::size_t i = request.shared_from; i < n; ++i)
+                    fill(values.at(static_cast<std::uint32_t>(i)), lanes,
+                         request.shared[i - request.shared_from]);
+            }
         }
         if (request.params_per_point)
             gather(values.at(static_cast<std::uint32_t>(n)), lanes, batch.params.data(), p, first, count,
@@ -550,10 +557,21 @@ template <class Arch, class Real> struct Kernel {
                     }
                     break;
                 }
-                deliver(request, state, rows * n, first, count, [&](std::size_t column) -> const Real* {
-                    const std::uint32_t input = static_cast<std::uint32_t>(column % n);
-                    return plan.input_reached[input] ? adjoints.at(input, column / n) : nullptr;
-                });
+                const std::size_t gathered = gathered_inputs(plan, request);
+                deliver(
+                    request, state, rows * gathered, first, count, [&](std::size_t column) -> const Real* {
+                        const std::uint32_t input = static_cast<std::uint32_t>(column % gathered);
+                        return plan.input_reached[input] ? adjoints.at(input, column / gathered) : nullptr;
+                    });
+                if (request.has_shared) {
+                    double* sums = request.group_sums + first / lanes * (n - request.shared_from);
+                    for (std::size_t i = request.shared_from; i < n; ++i) {
+                        const auto input = static_cast<std::uint32_t>(i);
+                        sums[i - request.shared_from] =
+                            plan.input_reached[input] ? tapevm::detail::tree_sum(adjoints.at(input, 0), count)
+                                                      : 0.0;
+                    }
+                }
                 break;
             }
             case Mode::hvp: break;
@@ -603,9 +621,9 @@ template <class Arch, class Real> struct Kernel {
         const std::size_t count = state.next_count;
         if (count == 0 || request.tensors) return prefetch;
         const Batch<Real>& batch = *request.batch;
-        const std::size_t n = plan.inputs;
         const std::size_t p = plan.params;
-        prefetch.add(batch.inputs.data() + first * n, count * n * sizeof(Real), false);
+        const std::size_t gathered = gathered_inputs(plan, request);
+        prefetch.add(batch.inputs.data() + first * gathered, count * gathered * sizeof(Real), false);
         if (request.params_per_point)
             prefetch.add(batch.params.data() + first * p, count * p * sizeof(Real), false);
         const std::size_t columns = result_columns(plan, request);

@@ -46,14 +46,29 @@ template <class Real> struct Request {
     const TensorBinding* tensor_inputs = nullptr;
     const TensorBinding* tensor_seeds = nullptr;
     const TensorBinding* tensor_results = nullptr;
+    /// Inputs [shared_from, n) shared by every point (Evaluator's shared-input hooks, forward
+    /// and reverse with one row): batch.inputs holds [points][shared_from] and `shared` the rest
+    /// once, filled into every lane; reverse: results [points][shared_from], and the shared
+    /// inputs' adjoints of each block summed over its lanes (detail::tree_sum, in f64) into
+    /// group_sums[block][n - shared_from]. The blocks' lanes are then a power of two, which
+    /// the Vm reports (the groups of SharedSums).
+    bool has_shared = false;
+    std::size_t shared_from = 0;
+    const Real* shared = nullptr;
+    double* group_sums = nullptr;
 };
+
+/// Inputs per point in the batch's rows.
+template <class Real> std::size_t gathered_inputs(const Plan& plan, const Request<Real>& request) {
+    return request.has_shared ? request.shared_from : plan.inputs;
+}
 
 /// Reals of results per point.
 template <class Real> std::size_t result_columns(const Plan& plan, const Request<Real>& request) {
     switch (request.mode) {
         case Mode::forward: return plan.outputs;
         case Mode::tangent: return std::size_t{plan.outputs} * request.rows;
-        case Mode::reverse: return request.rows * plan.inputs;
+        case Mode::reverse: return request.rows * gathered_inputs(plan, request);
         case Mode::hvp: return plan.inputs;
     }
     return 0;

@@ -5,6 +5,7 @@
 // checked here, after each block, and the diverged points merged and sorted at the end.
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <memory>
 #include <cstdlib>
 #include <mutex>
@@ -130,7 +131,8 @@ struct Engine {
         return std::max(width, (lanes + width - 1) / width * width);
     }
 
-    template <class Real> Report run(const Request<Real>& request) const;
+    /// Evaluates `request`; with shared inputs in reverse mode, `sums` gets their group sums.
+    template <class Real> Report run(const Request<Real>& request, SharedSums* sums = nullptr) const;
 
     Tape tape;
     Plan plan;
@@ -279,7 +281,7 @@ template <class Real> void participate(void* context) {
 
 }  // namespace
 
-template <class Real> Report Engine::run(const Request<Real>& request) const {
+template <class Real> Report Engine::run(const Request<Real>& request, SharedSums* sums) const {
     const std::size_t points = request.batch->points;
     if (points == 0) return {};
     const std::size_t width = kernels<Real>().width;
@@ -287,10 +289,18 @@ template <class Real> Report Engine::run(const Request<Real>& request) const {
     std::size_t lanes =
         lanes_for(width, scratch_reals(plan, request.mode, request.rows, 1), hot, sizeof(Real));
     lanes = std::min(lanes, (points + width - 1) / width * width);
+    // Shared inputs: blocks of a power of two lanes, so that each block's sums are one group
+    // (a node of the tree ReducedTape sums along).
+    if (request.has_shared) lanes = std::bit_floor(sums != nullptr ? std::min(lanes, sums->group) : lanes);
     Request<Real> streaming = request;
     streaming.stream_results =
         !request.tensors && points * result_columns(plan, request) * sizeof(Real) > stream_bytes;
     Call<Real> call{this, &streaming, points, lanes, (points + lanes - 1) / lanes, {}, {}, {}};
+    if (request.has_shared && request.mode == Mode::reverse && sums != nullptr) {
+        sums->group = lanes;
+        sums->sums.resize(call.blocks * (plan.inputs - request.shared_from));
+        streaming.group_sums = sums->sums.data();
+    }
     const auto participants = static_cast<unsigned>(std::min<std::size_t>(threads, call.blocks));
     pool.run(participants - 1, &participate<Real>, &call);
     Report report;
@@ -374,6 +384,34 @@ Report Vm::vjp_impl(const Batch<Real>& batch, std::span<const Real> cotangents,
     request.seeds = cotangents.data();
     request.results = results.data();
     return engine_->run(request);
+}
+
+template <class Real>
+Report Vm::forward_shared_impl(const Batch<Real>& batch, std::size_t from, std::span<const Real> shared,
+                               std::span<Real> outputs) const {
+    auto request = request_for(tape(), detail::Mode::forward, batch);
+    request.results = outputs.data();
+    request.has_shared = true;
+    request.shared_from = from;
+    request.shared = shared.data();
+    return engine_->run(request);
+}
+
+template <class Real>
+Report Vm::vjp_shared_impl(const Batch<Real>& batch, std::size_t from, std::span<const Real> shared,
+                           std::span<const Real> cotangents, std::span<Real> point_results,
+                           SharedSums& sums) const {
+    auto request = request_for(tape(), detail::Mode::reverse, batch);
+    request.rows = 1;
+    request.seeds = cotangents.data();
+    request.results = point_results.data();
+    request.has_shared = true;
+    request.shared_from = from;
+    request.shared = shared.data();
+    // Groups smaller than a SIMD vector: the rows of every point (Evaluator's default).
+    if (sums.group < engine_->kernels<Real>().width)
+        return Evaluator::evaluate_vjp_shared(batch, from, shared, cotangents, point_results, sums);
+    return engine_->run(request, &sums);
 }
 
 template <class Real>
@@ -509,6 +547,10 @@ Report Vm::vjp_tensors(std::size_t elements, std::span<const TensorBinding> inpu
     template Report Vm::jvps_impl(const Batch<Real>&, std::span<const Real>, std::size_t, std::span<Real>) \
         const;                                                                                             \
     template Report Vm::vjp_impl(const Batch<Real>&, std::span<const Real>, std::span<Real>) const;        \
+    template Report Vm::forward_shared_impl(const Batch<Real>&, std::size_t, std::span<const Real>,        \
+                                            std::span<Real>) const;                                        \
+    template Report Vm::vjp_shared_impl(const Batch<Real>&, std::size_t, std::span<const Real>,            \
+                                        std::span<const Real>, std::span<Real>, SharedSums&) const;        \
     template Report Vm::hvp_impl(const Batch<Real>&, std::span<const Real>, std::span<const Real>,         \
                                  std::span<Real>) const;
 TAPEVM_INSTANTIATE(double)

@@ -3,16 +3,26 @@
 //
 //     S[0, n) = S[0, h) + S[h, n),   h = the largest power of two below n,   S[p, p+1) = row p,
 //
-// whatever the number of rows each add() call brings. Rows are taken one at a time as a
+// whatever the number of rows each add() call brings, and whatever groups of rows come summed
+// already (add_node: a whole subtree of 2^level rows). Rows are taken one at a time as a
 // binary counter: a finished subtree waits on a stack until its right sibling is finished
 // (so at most log2(n) + 1 rows are held), and total() folds the unfinished right edge from
 // the right, which is the tree above (the missing right siblings would be zeros).
 #pragma once
 
 #include <cstddef>
+#include <stdexcept>
 #include <vector>
 
 namespace tapevm::detail {
+
+/// The tree's sum of x[0, count) (count >= 1): what PairwiseSum gives for these rows.
+template <class Real> double tree_sum(const Real* x, std::size_t count) {
+    if (count == 1) return static_cast<double>(x[0]);
+    std::size_t half = 1;
+    while (half * 2 < count) half *= 2;  // the largest power of two below count
+    return tree_sum(x, half) + tree_sum(x + half, count - half);
+}
 
 class PairwiseSum {
 public:
@@ -21,9 +31,17 @@ public:
     std::size_t rows() const { return rows_; }
 
     /// Adds the next row; `row(k)` gives its term k.
-    template <class Row> void add(Row&& row) {
-        Node node{0, take_buffer()};
-        for (std::size_t k = 0; k < width_; ++k) node.sum[k] = static_cast<double>(row(k));
+    template <class Row> void add(Row&& row) { add_node(0, 1, row); }
+
+    /// Adds the sum of the next 2^level rows, `sum(k)` giving its term k, computed along this
+    /// tree (a group of SharedSums): rows() must be a multiple of 2^level. With `count` below
+    /// 2^level, the sum of the last `count` rows (their own tree): nothing may be added after.
+    template <class Row> void add_node(unsigned level, std::size_t count, Row&& sum) {
+        const std::size_t size = std::size_t{1} << level;
+        if (closed_ || rows_ % size != 0 || count == 0 || count > size)
+            throw std::logic_error("PairwiseSum: a node out of order");
+        Node node{count == size ? level : ~0u, take_buffer()};
+        for (std::size_t k = 0; k < width_; ++k) node.sum[k] = static_cast<double>(sum(k));
         // Merge while the top of the stack is this node's left sibling.
         while (!stack_.empty() && stack_.back().level == node.level) {
             Node& left = stack_.back();
@@ -34,7 +52,8 @@ public:
             stack_.pop_back();
         }
         stack_.push_back(std::move(node));
-        ++rows_;
+        rows_ += count;
+        closed_ = count != size;
     }
 
     /// The sum of the rows so far (zeros for none).
@@ -63,6 +82,7 @@ private:
 
     std::size_t width_;
     std::size_t rows_ = 0;
+    bool closed_ = false;  // a partial node came last
     std::vector<Node> stack_;
     std::vector<std::vector<double>> free_;
 };

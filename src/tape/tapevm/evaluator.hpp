@@ -31,6 +31,17 @@ template <class Real> struct Evaluation {
     Report report;
 };
 
+class ReducedTape;
+
+/// The adjoints of inputs shared by every point, summed over groups of points (ReducedTape's
+/// hook below): group g covers points [g * group, (g + 1) * group), its sums are
+/// sums[g * shared ..] in f64, each the pairwise sum over its points along
+/// detail/pairwise_sum.hpp's fixed tree (so whole groups are nodes of that tree).
+struct SharedSums {
+    std::size_t group = 1;  // a power of two; asked for: at most this many points per group
+    std::vector<double> sums;
+};
+
 class Evaluator {
 public:
     virtual ~Evaluator() = default;
@@ -137,6 +148,25 @@ protected:
                                  std::size_t count, std::span<double> results) const;
     virtual Report evaluate_jvps(const Batch<float>& batch, std::span<const float> directions,
                                  std::size_t count, std::span<float> results) const;
+
+    /// ReducedTape's hooks (its shapes checked there): the tape's inputs [from, n) take the
+    /// values `shared` at every point, so batch.inputs holds only [points][from].
+    /// forward: outputs [points][m]. vjp with cotangents [points][m]: the other inputs'
+    /// adjoints in point_results [points][from], the shared inputs' summed into `sums`. These
+    /// defaults give every point its whole row and call forward and vjp (groups of 1 point); a
+    /// backend overrides them where it keeps the shared inputs once and sums their adjoints
+    /// as it goes (the CPU VM).
+    virtual Report evaluate_forward_shared(const Batch<double>& batch, std::size_t from,
+                                           std::span<const double> shared, std::span<double> outputs) const;
+    virtual Report evaluate_forward_shared(const Batch<float>& batch, std::size_t from,
+                                           std::span<const float> shared, std::span<float> outputs) const;
+    virtual Report evaluate_vjp_shared(const Batch<double>& batch, std::size_t from,
+                                       std::span<const double> shared, std::span<const double> cotangents,
+                                       std::span<double> point_results, SharedSums& sums) const;
+    virtual Report evaluate_vjp_shared(const Batch<float>& batch, std::size_t from,
+                                       std::span<const float> shared, std::span<const float> cotangents,
+                                       std::span<float> point_results, SharedSums& sums) const;
+    friend class ReducedTape;
 };
 
 /// True when a Jacobian in `mode` is accumulated in forward (tangent) mode for `tape`.
@@ -220,8 +250,48 @@ protected:
         return jvps_t(b, d, count, out);
     }
 
+    /// The shared-input hooks: Self's forward_shared_impl<Real> and vjp_shared_impl<Real> where
+    /// it has them, else Evaluator's.
+    Report evaluate_forward_shared(const Batch<double>& b, std::size_t from, std::span<const double> shared,
+                                   std::span<double> out) const override {
+        return forward_shared_t(b, from, shared, out);
+    }
+    Report evaluate_forward_shared(const Batch<float>& b, std::size_t from, std::span<const float> shared,
+                                   std::span<float> out) const override {
+        return forward_shared_t(b, from, shared, out);
+    }
+    Report evaluate_vjp_shared(const Batch<double>& b, std::size_t from, std::span<const double> shared,
+                               std::span<const double> c, std::span<double> out,
+                               SharedSums& sums) const override {
+        return vjp_shared_t(b, from, shared, c, out, sums);
+    }
+    Report evaluate_vjp_shared(const Batch<float>& b, std::size_t from, std::span<const float> shared,
+                               std::span<const float> c, std::span<float> out,
+                               SharedSums& sums) const override {
+        return vjp_shared_t(b, from, shared, c, out, sums);
+    }
+
 private:
     const Self& self() const { return static_cast<const Self&>(*this); }
+
+    template <class Real>
+    Report forward_shared_t(const Batch<Real>& b, std::size_t from, std::span<const Real> shared,
+                            std::span<Real> out) const {
+        if constexpr (requires { self().template forward_shared_impl<Real>(b, from, shared, out); }) {
+            return self().template forward_shared_impl<Real>(b, from, shared, out);
+        } else {
+            return Evaluator::evaluate_forward_shared(b, from, shared, out);
+        }
+    }
+    template <class Real>
+    Report vjp_shared_t(const Batch<Real>& b, std::size_t from, std::span<const Real> shared,
+                        std::span<const Real> c, std::span<Real> out, SharedSums& sums) const {
+        if constexpr (requires { self().template vjp_shared_impl<Real>(b, from, shared, c, out, sums); }) {
+            return self().template vjp_shared_impl<Real>(b, from, shared, c, out, sums);
+        } else {
+            return Evaluator::evaluate_vjp_shared(b, from, shared, c, out, sums);
+        }
+    }
 
     template <class Real>
     Report jvps_t(const Batch<Real>& b, std::span<const Real> d, std::size_t count,

@@ -114,6 +114,16 @@ private:
     template <class Real>
     Report jvps_impl(const Batch<Real>& batch, std::span<const Real> directions, std::size_t count,
                      std::span<Real> results) const;
+    /// ReducedTape's shared-input hooks (Evaluator::evaluate_forward_shared, evaluate_vjp_shared):
+    /// the shared inputs filled into every block's lanes, their adjoints summed per block (the
+    /// blocks' lanes a power of two: the groups), no row per point of them.
+    template <class Real>
+    Report forward_shared_impl(const Batch<Real>& batch, std::size_t from, std::span<const Real> shared,
+                               std::span<Real> outputs) const;
+    template <class Real>
+    Report vjp_shared_impl(const Batch<Real>& batch, std::size_t from, std::span<const Real> shared,
+                           std::span<const Real> cotangents, std::span<Real> point_results,
+                           SharedSums& sums) const;
 
     std::unique_ptr<detail::Engine> engine_;
 };
