@@ -6,9 +6,11 @@
 # under TAPEVM_GMM_BUDGET seconds, default 540, so one slow instance leaves the others):
 #   1. the reduced-gradient conformance cases on the GPU (interpreter and compiled kernels) and
 #      the CPU VM at this host's widest instruction set: the same sums as on lavapipe;
-#   2. `tapevm-bench adbench gmm D,K,N` on all threads over ADBench's d x K grid at n = 1,000,
+#   2. bench/gmm_jax.py: JAX's jit(grad) of the same objective, GPU f32 and f64 at d 64, K 200,
+#      n 10,000 (issue 22's GPU row), and its CPU at d 20, K 50, n 1,000;
+#   3. `tapevm-bench adbench gmm D,K,N` on all threads over ADBench's d x K grid at n = 1,000,
 #      then on 1 thread (with ADOL-C where its tape fits) on part of it, then n = 10,000;
-#   3. gmm.md: one table (instance, threads, each implementation's gradient/objective ratio,
+#   4. gmm.md: one table (instance, threads, each implementation's gradient/objective ratio,
 #      tapevm's gradient time against the hand-written one's), and gmm.svg (bench/plot_gmm.py).
 # OUT_DIR (default $OUT, else /tmp/gmm_device) gets log.txt, the JSON files (gmm/*.json),
 # gmm.md and gmm.svg.
@@ -29,6 +31,11 @@ if ! ldconfig -p | grep -q libvulkan.so.1 && ls .gpu/*.deb >/dev/null 2>&1; then
     for f in .gpu/*.deb; do dpkg -x "$f" /; done
     ldconfig
 fi
+if [[ -z ${VK_DRIVER_FILES:-} && -x $build/src/cli/tapevm ]] && ! "$build/src/cli/tapevm" devices >/dev/null 2>&1; then
+    icd=$(find /usr/local/nvidia /usr/share/vulkan /etc/vulkan /usr/lib -maxdepth 6 -name 'nvidia_icd*.json' 2>/dev/null |
+        head -1)
+    [[ -n $icd ]] && export VK_DRIVER_FILES=$icd
+fi
 bench=$build/src/cli/tapevm-bench
 threads=$(nproc)
 lscpu | grep -E "Model name|^CPU\(s\)|Flags" | cut -c1-200
@@ -42,7 +49,12 @@ fi
 [[ -x $build/tests/conformance/test_conformance_cpu ]] &&
     timeout 60 "$build/tests/conformance/test_conformance_cpu" -tc='*reduced*' | tail -3
 
-echo "== 2. adbench gmm"
+echo "== 2. JAX jit(grad) of the same objective on the GPU (d 64, K 200, n 10,000)"
+timeout 120 python3 bench/gmm_jax.py --d 64 --k 200 --n 10000 2>&1 | grep -v "^WARNING" | tail -2
+timeout 120 python3 bench/gmm_jax.py --d 64 --k 200 --n 10000 --f64 2>&1 | grep -v "^WARNING" | tail -2
+JAX_PLATFORMS=cpu timeout 120 python3 bench/gmm_jax.py --d 20 --k 50 --n 1000 --f64 2>&1 | grep -v "^WARNING" | tail -2
+
+echo "== 3. adbench gmm"
 run() {  # run D,K,N THREADS LIMIT
     local left=$((budget - (SECONDS - start)))
     ((left > 20)) || { echo "skipped gmm $1 on $2 threads: out of time"; return; }
@@ -59,7 +71,7 @@ done
 run 10,25,10000 "$threads" 60
 run 64,200,10000 "$threads" 150
 
-echo "== 3. table"
+echo "== 4. table"
 /usr/bin/python3 - "$out" <<'EOF'
 import glob, json, sys
 out = sys.argv[1]
