@@ -344,6 +344,20 @@ TEST_CASE("eval --mode reduced_gradient prints the sum and its gradient in the s
     CHECK(want.value == doctest::Approx(6.375));
     CHECK(want.gradient[0] == doctest::Approx(-8.0));
     CHECK(want.gradient[1] == doctest::Approx(-16.0));
+    // The Hessian in (b, a): d2F/db2 = sum 2 w, d2F/dadb = sum 2 w x0, d2F/da2 = sum 2 w x0^2.
+    const CliResult hessian =
+        run_cli({"eval", tape_path, "--inputs", inputs_path, "--params", params_path, "--mode",
+                 "reduced_hessian", "--differentiate", "1,0", "--weights", weights_path});
+    CHECK(hessian.status == 0);
+    std::vector<double> want_hessian(4);
+    reduced.hessian(vm, Batch<double>{4, inputs, params}, std::span<double>(want_hessian),
+                    std::span<const double>(weights));
+    check_rows(hessian.out, want_hessian, 2);
+    CHECK(want_hessian[0] == doctest::Approx(2 * (1 + 2 + 0.5 + 1)));
+    CHECK(want_hessian[1] == doctest::Approx(2 * (0 + 2 * 1 + 0.5 * 2 + 1 * 3)));
+    CHECK(want_hessian[3] == doctest::Approx(2 * (0 + 2 * 1 + 0.5 * 4 + 1 * 9)));
+    CHECK(hessian.err.find("reduced Hessian: 4 points, 2 of 3 parameters differentiated") !=
+          std::string::npos);
     // Every parameter by default, in f32 too.
     const CliResult all = run_cli({"eval", tape_path, "--inputs", inputs_path, "--params", params_path,
                                    "--mode", "reduced_gradient", "--precision", "f32"});
@@ -365,7 +379,7 @@ TEST_CASE("eval --mode reduced_gradient prints the sum and its gradient in the s
                 {"one line of parameters shared by every point"});
     check_error(run_cli({"eval", tape_path, "--inputs", inputs_path, "--params", params_path, "--mode",
                          "forward", "--weights", weights_path}),
-                {"options of --mode reduced_gradient"});
+                {"options of --mode reduced_gradient and reduced_hessian"});
 }
 
 TEST_CASE("eval ba: forward and the 2x15 jacobian equal the reference VM's results, row-major") {

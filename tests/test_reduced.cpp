@@ -144,6 +144,55 @@ TEST_CASE(
     }
 }
 
+TEST_CASE("reduced hvp and Hessian: central differences of the reduced gradient, symmetric") {
+    const Tape tape = model();
+    const ReducedTape reduced(tape, {2, 0, 3});
+    const reference::Vm vm(reduced.tape());
+    const std::vector<double> inputs = {0.4, 0.6, -0.8, 0.1, 0.2, -0.3, 1.1, 0.9};
+    const std::vector<double> params = {0.9, -0.3, 1.1, 0.75}, weights = {1.0, 0.5, -2.0, 0.25};
+    const std::vector<double> direction = {0.3, -1.2, 0.7};
+    const Batch<double> batch{4, inputs, params};
+    std::vector<double> hv(3);
+    const Report report = reduced.hvp(vm, batch, std::span<const double>(direction), std::span<double>(hv),
+                                      std::span<const double>(weights));
+    CHECK(report.diverged == std::vector<std::size_t>{1});
+    // (g(theta + h v) - g(theta - h v)) / 2h
+    const double h = 1e-6;
+    std::vector<double> up = params, down = params;
+    for (std::size_t j = 0; j < 3; ++j) {
+        up[reduced.differentiated()[j]] += h * direction[j];
+        down[reduced.differentiated()[j]] -= h * direction[j];
+    }
+    const auto g_up = reduced.gradient(vm, Batch<double>{4, inputs, up}, std::span<const double>(weights));
+    const auto g_down =
+        reduced.gradient(vm, Batch<double>{4, inputs, down}, std::span<const double>(weights));
+    for (std::size_t j = 0; j < 3; ++j)
+        CHECK(hv[j] == doctest::Approx((g_up.gradient[j] - g_down.gradient[j]) / (2 * h)).epsilon(1e-6));
+    // The dense Hessian: symmetric, and times the direction the hvp.
+    std::vector<double> hessian(9);
+    reduced.hessian(vm, batch, std::span<double>(hessian), std::span<const double>(weights));
+    for (std::size_t i = 0; i < 3; ++i) {
+        double row = 0;
+        for (std::size_t j = 0; j < 3; ++j) {
+            CHECK(hessian[i * 3 + j] == hessian[j * 3 + i]);
+            row += hessian[i * 3 + j] * direction[j];
+        }
+        CHECK(row == doctest::Approx(hv[i]).epsilon(1e-12));
+    }
+    // Wrong sizes.
+    std::vector<double> short_result(2), short_hessian(8);
+    CHECK_THROWS_AS(
+        reduced.hvp(vm, batch, std::span<const double>(direction), std::span<double>(short_result)),
+        ShapeError);
+    CHECK_THROWS_AS(
+        reduced.hvp(vm, batch, std::span<const double>(direction).first(2), std::span<double>(hv)),
+        ShapeError);
+    CHECK_THROWS_AS(reduced.hessian(vm, batch, std::span<double>(short_hessian)), ShapeError);
+    const reference::Vm recorded(tape);
+    CHECK_THROWS_AS(reduced.hvp(recorded, batch, std::span<const double>(direction), std::span<double>(hv)),
+                    Error);
+}
+
 TEST_CASE("reduced gradient: bad input is a clear error") {
     const Tape tape = model();
     CHECK_THROWS_AS(ReducedTape(tape, {4}), Error);     // out of range

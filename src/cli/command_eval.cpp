@@ -20,7 +20,7 @@ namespace {
 
 constexpr std::string_view help =
     R"(usage: tapevm eval FILE --inputs X.csv --mode forward|gradient|jacobian|hessian|sparse_jacobian|
-                   sparse_hessian|reduced_gradient
+                   sparse_hessian|reduced_gradient|reduced_hessian
                    [--params P.csv] [--backend reference|cpu|gpu|compiled] [--precision f64|f32]
                    [--threads N] [--differentiate all|K,K,...] [--weights W.csv]
 
@@ -34,7 +34,9 @@ colour of a ColPack column colouring; stderr says the pattern's size and colours
 the single output in CSR order (sparse_hessian: one Hessian-vector product per colour of a
 star colouring). reduced_gradient prints one line: F = sum_p w_p f(x_p; theta) and its
 gradient with respect to the shared parameters theta named by --differentiate, summed over
-the points deterministically (tapevm/reduced.hpp; w_p = 1 without --weights). f64 results are printed
+the points deterministically (tapevm/reduced.hpp; w_p = 1 without --weights); reduced_hessian
+prints the Hessian of that sum in theta, one row per line (one Hessian-vector product per
+differentiated parameter). f64 results are printed
 as %.17g, f32 results as %.9g. Points whose recorded branches do not hold are named in a
 warning on stderr; their results follow the recorded branch.
 
@@ -47,16 +49,25 @@ options:
                      or compiled (the GPU VM running kernels compiled from the tape)
   --precision NAME   f64 (default) or f32
   --threads N        threads of the cpu backend (default 0: all hardware threads)
-  --differentiate    reduced_gradient: the parameters differentiated, 0-based and comma
-                     separated, in the order printed (default all)
-  --weights W.csv    reduced_gradient: one weight per point, one per line
+  --differentiate    reduced_gradient, reduced_hessian: the parameters differentiated, 0-based
+                     and comma separated, in the order printed (default all)
+  --weights W.csv    reduced_gradient, reduced_hessian: one weight per point, one per line
 )";
 
 constexpr OptionSpec options[] = {{"--inputs", true},        {"--mode", true},      {"--params", true},
                                   {"--backend", true},       {"--precision", true}, {"--threads", true},
                                   {"--differentiate", true}, {"--weights", true},   {"--help", false}};
 
-enum class Mode { forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian, reduced_gradient };
+enum class Mode {
+    forward,
+    gradient,
+    jacobian,
+    hessian,
+    sparse_jacobian,
+    sparse_hessian,
+    reduced_gradient,
+    reduced_hessian
+};
 
 Mode parse_mode(std::string_view name) {
     if (name == "forward") return Mode::forward;
@@ -66,9 +77,10 @@ Mode parse_mode(std::string_view name) {
     if (name == "sparse_jacobian") return Mode::sparse_jacobian;
     if (name == "sparse_hessian") return Mode::sparse_hessian;
     if (name == "reduced_gradient") return Mode::reduced_gradient;
+    if (name == "reduced_hessian") return Mode::reduced_hessian;
     throw UsageError("unknown mode '" + std::string(name) +
                      "' (known: forward, gradient, jacobian, hessian, sparse_jacobian, sparse_hessian, "
-                     "reduced_gradient)");
+                     "reduced_gradient, reduced_hessian)");
 }
 
 // What eval was asked to do, checked before anything is read.
@@ -93,7 +105,8 @@ std::size_t result_width(const Tape& tape, Mode mode, const SparseJacobianPlan& 
         case Mode::hessian: return std::size_t{tape.input_count()} * tape.input_count();
         case Mode::sparse_jacobian: return plan.pattern.nonzeros();
         case Mode::sparse_hessian: return hessian_plan.pattern.nonzeros();
-        case Mode::reduced_gradient: return 0;  // evaluate_reduced
+        case Mode::reduced_gradient:
+        case Mode::reduced_hessian: return 0;  // evaluate_reduced
     }
     return 0;
 }
@@ -181,8 +194,21 @@ int evaluate_reduced(const Tape& tape, const Request& request, const NumberTable
     const ReducedTape reduced(tape, differentiated_params(tape, request.differentiate));
     const std::unique_ptr<Evaluator> vm =
         make_evaluator(request.backend, reduced.tape(), request.backend_options);
-    const ReducedGradient<Real> result =
-        reduced.gradient(*vm, Batch<Real>{points, inputs.values, params}, std::span<const Real>(weights));
+    const Batch<Real> batch{points, inputs.values, params};
+    if (request.mode == Mode::reduced_hessian) {
+        const std::size_t d = reduced.differentiated().size();
+        std::vector<Real> hessian(d * d);
+        const Report report =
+            reduced.hessian(*vm, batch, std::span<Real>(hessian), std::span<const Real>(weights));
+        std::string text;
+        for (std::size_t i = 0; i < d; ++i) append_csv_line(text, hessian.data() + i * d, d);
+        out << text;
+        err << "reduced Hessian: " << points << " points, " << d << " of " << tape.param_count()
+            << " parameters differentiated (" << d << " Hessian-vector products)\n";
+        if (!report.all_guards_hold()) warn_diverged(err, report.diverged, inputs.line_numbers);
+        return 0;
+    }
+    const ReducedGradient<Real> result = reduced.gradient(*vm, batch, std::span<const Real>(weights));
     std::vector<Real> line;
     line.push_back(result.value);
     line.insert(line.end(), result.gradient.begin(), result.gradient.end());
@@ -204,10 +230,11 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
     }
     const std::size_t points = inputs.rows();
     const std::vector<Real> params = read_params<Real>(tape, request, points);
-    if (request.mode == Mode::reduced_gradient)
+    if (request.mode == Mode::reduced_gradient || request.mode == Mode::reduced_hessian)
         return evaluate_reduced(tape, request, inputs, params, out, err);
     if (request.weights_path || request.differentiate)
-        throw UsageError("--weights and --differentiate are options of --mode reduced_gradient");
+        throw UsageError(
+            "--weights and --differentiate are options of --mode reduced_gradient and reduced_hessian");
     const Batch<Real> batch{points, inputs.values, params};
 
     SparseJacobianPlan plan;
@@ -242,7 +269,8 @@ int evaluate(const Tape& tape, const Request& request, std::ostream& out, std::o
             report =
                 sparse_hessian(*vm, batch, std::span<const Real>(), hessian_plan, std::span<Real>(results));
             break;
-        case Mode::reduced_gradient: break;  // evaluate_reduced
+        case Mode::reduced_gradient:
+        case Mode::reduced_hessian: break;  // evaluate_reduced
     }
 
     std::string text;
@@ -276,12 +304,14 @@ int run(std::span<const std::string_view> args, std::ostream& out, std::ostream&
 
     const Tape tape = read_tape_file(request.tape_path);
     if ((request.mode == Mode::gradient || request.mode == Mode::hessian ||
-         request.mode == Mode::sparse_hessian || request.mode == Mode::reduced_gradient) &&
+         request.mode == Mode::sparse_hessian || request.mode == Mode::reduced_gradient ||
+         request.mode == Mode::reduced_hessian) &&
         tape.output_count() != 1) {
         throw UsageError(std::string("mode ") +
                          (request.mode == Mode::gradient           ? "gradient"
                           : request.mode == Mode::hessian          ? "hessian"
                           : request.mode == Mode::reduced_gradient ? "reduced_gradient"
+                          : request.mode == Mode::reduced_hessian  ? "reduced_hessian"
                                                                    : "sparse_hessian") +
                          " needs a tape with 1 output; " + std::string(request.tape_path) + " has " +
                          std::to_string(tape.output_count()) + " (use --mode jacobian)");

@@ -118,25 +118,31 @@ ReducedTape ReducedTape::all_params(const Tape& tape) {
 }
 
 template <class Real>
-Report ReducedTape::gradient(const Evaluator& evaluator, const Batch<Real>& batch, std::span<Real> gradient,
-                             const ReducedOptions<Real>& options) const {
-    const std::string where = "ReducedTape::gradient";
+std::vector<Real> ReducedTape::check_call(const std::string& where, const Evaluator& evaluator,
+                                          const Batch<Real>& batch, std::span<const Real> weights) const {
     const Tape& tape = evaluator.tape();
     if (&tape != &lifted_ && !(tape == lifted_))
         throw Error(where +
                     ": the evaluator was built for another tape (build it on ReducedTape::tape(), the " +
                     "tape with these differentiated parameters lifted to inputs)");
-    const std::size_t n = inputs_, d = differentiated_.size(), width = n + d, points = batch.points;
-    check_size(where, "inputs", points * n, batch.inputs.size());
+    check_size(where, "inputs", batch.points * inputs_, batch.inputs.size());
     check_size(where, "params (shared by every point)", params_, batch.params.size());
+    if (!weights.empty()) check_size(where, "weights", batch.points, weights.size());
+    std::vector<Real> kept_params(kept_.size());
+    for (std::size_t k = 0; k < kept_.size(); ++k) kept_params[k] = batch.params[kept_[k]];
+    return kept_params;
+}
+
+template <class Real>
+Report ReducedTape::gradient(const Evaluator& evaluator, const Batch<Real>& batch, std::span<Real> gradient,
+                             const ReducedOptions<Real>& options) const {
+    const std::string where = "ReducedTape::gradient";
+    const std::vector<Real> kept_params = check_call(where, evaluator, batch, options.weights);
+    const std::size_t n = inputs_, d = differentiated_.size(), width = n + d, points = batch.points;
     check_size(where, "gradient", d, gradient.size());
-    if (!options.weights.empty()) check_size(where, "weights", points, options.weights.size());
     if (!options.point_values.empty()) check_size(where, "point_values", points, options.point_values.size());
     if (!options.point_gradients.empty())
         check_size(where, "point_gradients", points * width, options.point_gradients.size());
-
-    std::vector<Real> kept_params(kept_.size());
-    for (std::size_t k = 0; k < kept_.size(); ++k) kept_params[k] = batch.params[kept_[k]];
     const bool want_value = options.value != nullptr || !options.point_values.empty();
 
     // Without per-point gradients, the evaluator's shared-input hooks: theta given once, its
@@ -251,6 +257,74 @@ ReducedGradient<Real> ReducedTape::gradient(const Evaluator& evaluator, const Ba
     return result;
 }
 
+template <class Real>
+Report ReducedTape::hvp(const Evaluator& evaluator, const Batch<Real>& batch, std::span<const Real> direction,
+                        std::span<Real> result, std::span<const Real> weights) const {
+    const std::string where = "ReducedTape::hvp";
+    const std::vector<Real> kept_params = check_call(where, evaluator, batch, weights);
+    const std::size_t n = inputs_, d = differentiated_.size(), width = n + d, points = batch.points;
+    check_size(where, "direction", d, direction.size());
+    check_size(where, "result", d, result.size());
+    // Lifted rows (x_p, theta), directions (0, v) and the hvp's rows, a chunk at a time.
+    const std::size_t chunk =
+        std::min(std::max(min_chunk_points, floor_power_of_two(chunk_values / (width + 2))),
+                 std::bit_ceil(std::max<std::size_t>(points, 1)));
+    std::vector<Real> inputs(chunk * width), directions(chunk * width, Real(0)), terms(chunk * width),
+        cotangents(chunk);
+    for (std::size_t p = 0; p < chunk; ++p) {
+        for (std::size_t j = 0; j < d; ++j) {
+            inputs[p * width + n + j] = batch.params[differentiated_[j]];
+            directions[p * width + n + j] = direction[j];
+        }
+    }
+    detail::PairwiseSum sum(d);
+    Report report;
+    for (std::size_t first = 0; first < points; first += chunk) {
+        const std::size_t count = std::min(chunk, points - first);
+        for (std::size_t p = 0; p < count; ++p) {
+            std::copy_n(batch.inputs.data() + (first + p) * n, n, inputs.data() + p * width);
+            cotangents[p] = weights.empty() ? Real(1) : weights[first + p];
+        }
+        const Report part =
+            evaluator.hvp(Batch<Real>{count, std::span<const Real>(inputs).first(count * width), kept_params},
+                          std::span<const Real>(cotangents).first(count),
+                          std::span<const Real>(directions).first(count * width),
+                          std::span<Real>(terms).first(count * width));
+        for (const std::size_t point : part.diverged) report.diverged.push_back(first + point);
+        for (std::size_t p = 0; p < count; ++p) {
+            const Real* row = terms.data() + p * width + n;
+            sum.add([row](std::size_t j) { return row[j]; });
+        }
+    }
+    const std::vector<double> total = sum.total();
+    for (std::size_t j = 0; j < d; ++j) result[j] = static_cast<Real>(total[j]);
+    return report;
+}
+
+template <class Real>
+Report ReducedTape::hessian(const Evaluator& evaluator, const Batch<Real>& batch, std::span<Real> result,
+                            std::span<const Real> weights) const {
+    const std::size_t d = differentiated_.size();
+    check_size("ReducedTape::hessian", "result", d * d, result.size());
+    std::vector<Real> direction(d, Real(0)), column(d);
+    Report report;
+    for (std::size_t i = 0; i < d; ++i) {
+        direction[i] = Real(1);
+        const Report part =
+            hvp(evaluator, batch, std::span<const Real>(direction), std::span<Real>(column), weights);
+        direction[i] = Real(0);
+        if (i == 0) report = part;
+        for (std::size_t j = 0; j < d; ++j) result[j * d + i] = column[j];
+    }
+    for (std::size_t i = 0; i < d; ++i) {
+        for (std::size_t j = i + 1; j < d; ++j) {
+            const Real mean = (result[i * d + j] + result[j * d + i]) / Real(2);
+            result[i * d + j] = result[j * d + i] = mean;
+        }
+    }
+    return report;
+}
+
 template Report ReducedTape::gradient<double>(const Evaluator&, const Batch<double>&, std::span<double>,
                                               const ReducedOptions<double>&) const;
 template Report ReducedTape::gradient<float>(const Evaluator&, const Batch<float>&, std::span<float>,
@@ -259,5 +333,14 @@ template ReducedGradient<double> ReducedTape::gradient<double>(const Evaluator&,
                                                                std::span<const double>) const;
 template ReducedGradient<float> ReducedTape::gradient<float>(const Evaluator&, const Batch<float>&,
                                                              std::span<const float>) const;
+
+template Report ReducedTape::hvp<double>(const Evaluator&, const Batch<double>&, std::span<const double>,
+                                         std::span<double>, std::span<const double>) const;
+template Report ReducedTape::hvp<float>(const Evaluator&, const Batch<float>&, std::span<const float>,
+                                        std::span<float>, std::span<const float>) const;
+template Report ReducedTape::hessian<double>(const Evaluator&, const Batch<double>&, std::span<double>,
+                                             std::span<const double>) const;
+template Report ReducedTape::hessian<float>(const Evaluator&, const Batch<float>&, std::span<float>,
+                                            std::span<const float>) const;
 
 }  // namespace tapevm

@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "tapevm/evaluator.hpp"
@@ -96,7 +97,27 @@ public:
     ReducedGradient<Real> gradient(const Evaluator& evaluator, const Batch<Real>& batch,
                                    std::span<const Real> weights = {}) const;
 
+    /// The Hessian of F in theta times `direction` [d]: sum_p w_p d^2 f(x_p; theta)/dtheta^2
+    /// direction, in `result` [d] (each point's term the backend's hvp of the lifted tape with
+    /// cotangent w_p and direction (0, direction), summed like the gradient: the same fixed
+    /// tree, bits independent of threads and chunks). The checks and errors of gradient().
+    template <class Real>
+    Report hvp(const Evaluator& evaluator, const Batch<Real>& batch, std::span<const Real> direction,
+               std::span<Real> result, std::span<const Real> weights = {}) const;
+
+    /// The dense Hessian of F in theta, [d][d] row-major: d hvps (unit directions), made
+    /// exactly symmetric by averaging (i, j) and (j, i) as tapevm::hessian does. Cost: d batch
+    /// hvps; for a model of many parameters use hvp.
+    template <class Real>
+    Report hessian(const Evaluator& evaluator, const Batch<Real>& batch, std::span<Real> result,
+                   std::span<const Real> weights = {}) const;
+
 private:
+    /// The checks every call starts with; returns the parameters that stay parameters.
+    template <class Real>
+    std::vector<Real> check_call(const std::string& where, const Evaluator& evaluator,
+                                 const Batch<Real>& batch, std::span<const Real> weights) const;
+
     Tape lifted_;
     std::uint32_t inputs_ = 0;
     std::uint32_t params_ = 0;
