@@ -55,6 +55,15 @@ TEST_CASE("pairwise sum: the fixed tree, bit for bit, however the rows arrive") 
         CHECK(total[1] == -total[0]);
     }
     CHECK(detail::PairwiseSum(3).total() == std::vector<double>(3, 0.0));
+    // detail::tree_sum (a group's sum, the CPU VM's block sums): the same tree, up to 1,100 rows
+    // (whole subtrees of up to 1,024 take its loop, the rest its recursion).
+    std::vector<double> terms(1100);
+    for (double& t : terms) t = uniform(rng) * std::ldexp(1.0, static_cast<int>(rng() % 40));
+    std::size_t wrong = 0;
+    for (std::size_t n = 1; n <= terms.size(); ++n)
+        wrong += std::bit_cast<std::uint64_t>(detail::tree_sum(terms.data(), n)) !=
+                 std::bit_cast<std::uint64_t>(tree_sum(terms, 0, n));
+    CHECK(wrong == 0);
 }
 
 TEST_CASE("lift_params: the same function, theta as trailing inputs in the order named") {
