@@ -2,6 +2,7 @@
 // Evaluator::jvps (tapevm/sparse.hpp).
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tapevm/error.hpp"
@@ -36,40 +37,40 @@ void check_plan(const Tape& tape, const SparseJacobianPlan& plan) {
             "no two columns of one row alike)");
 }
 
-}  // namespace
+// The seed of each colour: the sum of its columns' unit vectors, [colours][n].
+template <class Real> std::vector<Real> colour_seeds(const SparseJacobianPlan& plan) {
+    const std::size_t n = plan.pattern.cols;
+    std::vector<Real> seeds(plan.colouring.colours * n, Real(0));
+    for (std::size_t j = 0; j < n; ++j) seeds[plan.colouring.colour[j] * n + j] = Real(1);
+    return seeds;
+}
 
+// The Jacobian from each point's compressed Jacobian [colours][m] (Evaluator::jvps), a chunk
+// of points at a time, its buffer kept by the calling thread.
 template <class Real>
-Report sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch, const SparseJacobianPlan& plan,
-                       std::span<Real> values) {
-    const Tape& tape = evaluator.tape();
-    check_batch(tape, batch, "sparse_jacobian");
-    check_plan(tape, plan);
+Report compressed_jacobian(const Evaluator& evaluator, const Batch<Real>& batch,
+                           const SparseJacobianPlan& plan, std::span<const Real> seeds,
+                           std::span<Real> values) {
     const SparsityPattern& pattern = plan.pattern;
     const std::size_t nnz = pattern.nonzeros();
-    check_size("sparse_jacobian", "values", batch.points * nnz, values.size());
-    const std::size_t n = tape.input_count(), m = tape.output_count(), q = tape.param_count();
+    const std::size_t n = pattern.cols, m = pattern.rows, q = evaluator.tape().param_count();
     const std::size_t colours = plan.colouring.colours;
     Report report;
     if (batch.points == 0 || nnz == 0) {
         std::fill(values.begin(), values.end(), Real(0));
         return report;
     }
-    // The seed of each colour: the sum of its columns' unit vectors.
-    std::vector<Real> seeds(colours * n, Real(0));
-    for (std::size_t j = 0; j < n; ++j) seeds[plan.colouring.colour[j] * n + j] = Real(1);
-
-    // Each point's compressed Jacobian [colours][m] from jvps, a chunk of points at a time.
     const std::size_t chunk = std::max<std::size_t>(
         1, std::min(batch.points, expanded_values / std::max<std::size_t>(1, colours * m)));
-    std::vector<Real> results;
+    thread_local std::vector<Real> buffer;
+    if (buffer.size() < chunk * colours * m) buffer.resize(chunk * colours * m);
     for (std::size_t first = 0; first < batch.points; first += chunk) {
         const std::size_t points = std::min(chunk, batch.points - first);
-        results.resize(points * colours * m);
+        const std::span<Real> results = std::span<Real>(buffer).first(points * colours * m);
         const Batch<Real> part{
             points, batch.inputs.subspan(first * n, points * n),
             batch.params_per_point(q) ? batch.params.subspan(first * q, points * q) : batch.params};
-        const Report part_report =
-            evaluator.jvps(part, std::span<const Real>(seeds), colours, std::span<Real>(results));
+        const Report part_report = evaluator.jvps(part, seeds, colours, results);
         for (const std::size_t point : part_report.diverged) report.diverged.push_back(first + point);
         for (std::size_t p = 0; p < points; ++p) {
             Real* out = values.data() + (first + p) * nnz;
@@ -81,6 +82,49 @@ Report sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch, con
     }
     return report;
 }
+
+}  // namespace
+
+template <class Real>
+Report sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch, const SparseJacobianPlan& plan,
+                       std::span<Real> values) {
+    const Tape& tape = evaluator.tape();
+    check_batch(tape, batch, "sparse_jacobian");
+    check_plan(tape, plan);
+    check_size("sparse_jacobian", "values", batch.points * plan.pattern.nonzeros(), values.size());
+    const std::vector<Real> seeds = colour_seeds<Real>(plan);
+    return compressed_jacobian(evaluator, batch, plan, std::span<const Real>(seeds), values);
+}
+
+PreparedSparseJacobian::PreparedSparseJacobian(const Tape& tape, SparseJacobianPlan plan)
+    : plan_(std::move(plan)) {
+    check_plan(tape, plan_);
+    seeds_f64_ = colour_seeds<double>(plan_);
+    seeds_f32_ = colour_seeds<float>(plan_);
+}
+
+template <class Real>
+Report PreparedSparseJacobian::evaluate(const Evaluator& evaluator, const Batch<Real>& batch,
+                                        std::span<Real> values) const {
+    const Tape& tape = evaluator.tape();
+    const std::string where = "PreparedSparseJacobian::evaluate";
+    check_batch(tape, batch, where);
+    check_size(where, "the evaluator's tape's outputs (the plan's rows)", plan_.pattern.rows,
+               tape.output_count());
+    check_size(where, "the evaluator's tape's inputs (the plan's columns)", plan_.pattern.cols,
+               tape.input_count());
+    check_size(where, "values", batch.points * plan_.pattern.nonzeros(), values.size());
+    if constexpr (std::is_same_v<Real, double>) {
+        return compressed_jacobian(evaluator, batch, plan_, std::span<const double>(seeds_f64_), values);
+    } else {
+        return compressed_jacobian(evaluator, batch, plan_, std::span<const float>(seeds_f32_), values);
+    }
+}
+
+template Report PreparedSparseJacobian::evaluate<double>(const Evaluator&, const Batch<double>&,
+                                                         std::span<double>) const;
+template Report PreparedSparseJacobian::evaluate<float>(const Evaluator&, const Batch<float>&,
+                                                        std::span<float>) const;
 
 template <class Real>
 Evaluation<Real> sparse_jacobian(const Evaluator& evaluator, const Batch<Real>& batch,

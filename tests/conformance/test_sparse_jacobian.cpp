@@ -52,6 +52,19 @@ void check_sparse(const std::string& what, const Tape& tape, std::size_t points,
         const auto evaluator = make_evaluator(tape);
         const Evaluation<Real> sparse = sparse_jacobian(*evaluator, batch, plan);
         const std::size_t nnz = plan.pattern.nonzeros();
+        // Prepared once, evaluated twice: the same bits as sparse_jacobian.
+        const PreparedSparseJacobian prepared(tape, plan);
+        for (int call = 0; call < 2; ++call) {
+            std::vector<Real> again(points * nnz);
+            const Report report = prepared.evaluate(*evaluator, batch, std::span<Real>(again));
+            if (report.diverged != sparse.report.diverged) failures.add("prepared: another report");
+            for (std::size_t k = 0; k < again.size(); ++k) {
+                if (std::bit_cast<std::uint64_t>(static_cast<double>(again[k])) !=
+                    std::bit_cast<std::uint64_t>(static_cast<double>(sparse.values[k])))
+                    failures.add("prepared: value " + std::to_string(k) + " " + show(again[k]) +
+                                 ", sparse_jacobian " + show(sparse.values[k]));
+            }
+        }
         std::vector<Real> dense(points * m * n);
         evaluator->jacobian(batch, std::span<Real>(dense), JacobianMode::forward);
         const reference::Vm oracle(tape);
@@ -128,6 +141,18 @@ TEST_CASE_TEMPLATE("sparse Jacobians: wrong sizes and foreign plans are errors",
     CHECK_THROWS_AS(sparse_jacobian(*evaluator, batch, bad, std::span<Real>(values)), Error);
     // A batch of no points is empty, not an error.
     CHECK(sparse_jacobian(*evaluator, Batch<Real>{0, {}, params}, plan).values.empty());
+    // Prepared: the same checks, once at construction and per call.
+    const PreparedSparseJacobian prepared(tape, plan);
+    CHECK_NOTHROW(prepared.evaluate(*evaluator, batch, std::span<Real>(values)));
+    CHECK_THROWS_AS(prepared.evaluate(*evaluator, batch, std::span<Real>(short_values)), ShapeError);
+    CHECK_THROWS_AS(PreparedSparseJacobian(tape, plan_sparse_jacobian(bratu(5))), ShapeError);
+    bad = plan;
+    bad.colouring.colour[1] = bad.colouring.colour[0];
+    CHECK_THROWS_AS(PreparedSparseJacobian(tape, bad), Error);
+    const auto other = make_evaluator(bratu(5));
+    const std::vector<Real> other_inputs(2 * 5, Real(0.25));
+    CHECK_THROWS_AS(prepared.evaluate(*other, Batch<Real>{2, other_inputs, params}, std::span<Real>(values)),
+                    ShapeError);
 }
 #else
 TEST_CASE("sparse Jacobians: without ColPack, colouring throws Unsupported") {
