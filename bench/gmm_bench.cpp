@@ -17,12 +17,6 @@ namespace tapevm::bench {
 
 namespace {
 
-std::string ms(double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f ms", seconds * 1e3);
-    return text;
-}
-
 double largest_difference(const std::vector<double>& got, const std::vector<double>& want) {
     double scale = 0, worst = 0;
     for (const double w : want) scale = std::max(scale, std::fabs(w));
@@ -35,7 +29,8 @@ double largest_difference(const std::vector<double>& got, const std::vector<doub
 void print_row(std::ostream& out, const std::string& name, double objective_s, double gradient_s) {
     char text[160];
     std::snprintf(text, sizeof text, "  %-26s objective %12s  gradient %12s  gradient/objective %6.2f\n",
-                  name.c_str(), ms(objective_s).c_str(), ms(gradient_s).c_str(), gradient_s / objective_s);
+                  name.c_str(), support::milliseconds(objective_s).c_str(),
+                  support::milliseconds(gradient_s).c_str(), gradient_s / objective_s);
     out << text;
 }
 
@@ -125,7 +120,8 @@ GmmResult measure_gmm(std::size_t d, std::size_t k, std::size_t n, unsigned thre
 void print_gmm(const GmmResult& r, std::ostream& out) {
     out << "GMM d=" << r.d << " K=" << r.k << " n=" << r.n << ": " << r.parameters
         << " parameters, point tape " << r.instructions << " instructions, " << r.backend << "\n";
-    out << "  tapevm set-up: record " << ms(r.record_s) << ", CPU VM plans " << ms(r.setup_s) << "\n";
+    out << "  tapevm set-up: record " << support::milliseconds(r.record_s) << ", CPU VM plans "
+        << support::milliseconds(r.setup_s) << "\n";
     print_row(out, "tapevm (ReducedTape)", r.tapevm_objective_s, r.tapevm_gradient_s);
     print_row(out, "hand-written f64", r.hand_objective_s, r.hand_gradient_s);
     out << "  objective " << r.objective << " (hand-written " << r.hand_objective << "); tapevm gradient's "

@@ -16,16 +16,6 @@
 
 namespace tapevm::bench {
 
-namespace {
-
-std::string ms(double seconds) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f ms", seconds * 1e3);
-    return text;
-}
-
-}  // namespace
-
 #if !TAPEVM_BENCH_ADOLC
 bool adolc_sparse_jacobian(std::span<const double>, const SparseJacobianPlan&, unsigned, std::vector<double>&,
                            std::vector<double>&) {
@@ -70,13 +60,14 @@ int run_sparse_bench(std::size_t unknowns, unsigned threads, unsigned repeats, s
         << tape.instruction_count() << " instructions, double, " << vm.name() << "\n";
     out << "  pattern: " << plan.pattern.nonzeros() << " nonzeros, " << plan.colouring.colours
         << " colours (jvps per Jacobian, instead of " << unknowns << ")\n";
-    out << "  tapevm set-up: record " << ms(record_s) << ", pattern " << ms(pattern_s)
-        << ", colouring (ColPack) " << ms(colouring_s) << "\n";
-    const double tapevm_median = support::median(tapevm_s);
-    out << "  tapevm sparse_jacobian (set up every call): median " << ms(support::median(unprepared_s))
-        << " of " << repeats << "\n";
-    out << "  tapevm PreparedSparseJacobian::evaluate: median " << ms(tapevm_median) << " of " << repeats
+    out << "  tapevm set-up: record " << support::milliseconds(record_s) << ", pattern "
+        << support::milliseconds(pattern_s) << ", colouring (ColPack) " << support::milliseconds(colouring_s)
         << "\n";
+    const double tapevm_median = support::median(tapevm_s);
+    out << "  tapevm sparse_jacobian (set up every call): median "
+        << support::milliseconds(support::median(unprepared_s)) << " of " << repeats << "\n";
+    out << "  tapevm PreparedSparseJacobian::evaluate: median " << support::milliseconds(tapevm_median)
+        << " of " << repeats << "\n";
 
     std::vector<double> adolc_s, adolc;
     if (!adolc_sparse_jacobian(x, plan, repeats, adolc_s, adolc)) {
@@ -85,7 +76,7 @@ int run_sparse_bench(std::size_t unknowns, unsigned threads, unsigned repeats, s
     }
     const double adolc_median = support::median(adolc_s);
     out << "  ADOL-C fov_forward with the same seed (" << plan.colouring.colours << " directions): median "
-        << ms(adolc_median) << " of " << repeats << "\n";
+        << support::milliseconds(adolc_median) << " of " << repeats << "\n";
     out << "  ratio (ADOL-C / tapevm prepared, Jacobian only): " << adolc_median / tapevm_median << "x\n";
     double worst = 0;
     for (std::size_t k = 0; k < values.size(); ++k)

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "reduced_model.hpp"
 #include "detail/pairwise_sum.hpp"
 #include "tapevm/error.hpp"
 #include "tapevm/reduced.hpp"
@@ -19,18 +20,7 @@
 namespace tapevm {
 namespace {
 
-// f(x; a, b, c, s) with a guard on a parameter, Powi of one and a parameter used twice.
-Tape model() {
-    const std::vector<double> x = {0.3, -0.2};
-    const std::vector<double> p = {0.7, -0.4, 1.3, 0.5};
-    return record(std::span<const double>(x), std::span<const double>(p),
-                  [](std::span<const Var> x, std::span<const Var> p) {
-                      const Var r = log1p(exp(p[0] * x[0] + p[1])) - p[2] * x[1] + 0.1 * powi(p[2], 3);
-                      Var y = p[3] * r * r + sin(p[0] * x[1]);
-                      if (x[0] < p[1]) y = y + x[0] * p[2];
-                      return std::vector<Var>{y};
-                  });
-}
+Tape model() { return test::reduced_model(); }
 
 // The recursive definition the streaming sum must follow bit for bit.
 double tree_sum(const std::vector<double>& terms, std::size_t first, std::size_t count) {

@@ -3,11 +3,20 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
+#include <string>
 #include <vector>
 
 namespace tapevm::support {
 
 using Clock = std::chrono::steady_clock;
+
+/// "12.345 ms": seconds as milliseconds with three decimals (the benchmarks' tables).
+inline std::string milliseconds(double seconds) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%.3f ms", seconds * 1e3);
+    return text;
+}
 
 /// Seconds from `start` to now.
 inline double seconds_since(Clock::time_point start) {

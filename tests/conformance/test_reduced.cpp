@@ -13,6 +13,7 @@
 
 #include <doctest/doctest.h>
 
+#include "../reduced_model.hpp"
 #include "../random_values.hpp"
 #include "backend.hpp"
 #include "judge.hpp"
@@ -24,19 +25,7 @@
 namespace tapevm::conformance {
 namespace {
 
-// A small model: f(x; a, b, c, s) = s * (log1p(exp(a x0 + b)) - c x1 + c^3 / 10)^2 + sin(a x1),
-// plus x0 c where x0 < b (a guard on a differentiated parameter).
-Tape model() {
-    const std::vector<double> x = {0.3, -0.2};
-    const std::vector<double> p = {0.7, -0.4, 1.3, 0.5};
-    return record(std::span<const double>(x), std::span<const double>(p),
-                  [](std::span<const Var> x, std::span<const Var> p) {
-                      const Var r = log1p(exp(p[0] * x[0] + p[1])) - p[2] * x[1] + 0.1 * powi(p[2], 3);
-                      Var y = p[3] * r * r + sin(p[0] * x[1]);
-                      if (x[0] < p[1]) y = y + x[0] * p[2];
-                      return std::vector<Var>{y};
-                  });
-}
+Tape model() { return test::reduced_model(); }
 
 template <class Real> bool same_bits(Real a, Real b) {
     return std::bit_cast<std::uint64_t>(static_cast<double>(a)) ==
